@@ -1,0 +1,1 @@
+"""faultlab: a fault-injection troubleshooting trainer for PyTorch distributed training."""

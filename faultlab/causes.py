@@ -1,0 +1,184 @@
+"""The cause catalog: what goes wrong in distributed startup and collectives, and what to do.
+
+Scenarios name their cause from here; drills, scoring, runbooks and diagnose share it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Cause:
+    id: str
+    title: str
+    what: str  # what it is
+    confirm: str  # how to confirm it, and tell it from look-alikes
+    fix: str
+    prevent: str
+
+
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        id="healthy",
+        title="Nothing is wrong",
+        what="Every rank joins, the all_reduce gives N(N-1)/2 on every rank, every process exits 0.",
+        confirm="Each rank prints the same, correct value; no warnings beyond the launcher's banner.",
+        fix="Nothing to fix.",
+        prevent="Keep this run as the baseline you compare failures with.",
+    ),
+    Cause(
+        id="wrong-master-port",
+        title="A node or rank dials the wrong MASTER_PORT",
+        what=(
+            "The rendezvous store listens on node 0's MASTER_PORT. A node launched with another "
+            "--master_port (or a rank whose environment carries another MASTER_PORT) connects to a "
+            "port nobody listens on, retries until its timeout, and never joins; everyone else waits."
+        ),
+        confirm=(
+            "The store's wait timeout names the keys of the ranks that never arrived; node 0's "
+            "launcher reports how many clients joined. Compare the port in the culprit's "
+            "'trying to connect to (host, port)' with the port node 0 listens on."
+        ),
+        fix="Launch every node with the same --master_port (and MASTER_ADDR) as node 0.",
+        prevent="Derive MASTER_PORT once, in the job template, and pass it to every node; never per node.",
+    ),
+    Cause(
+        id="port-in-use",
+        title="MASTER_PORT is already taken on the master",
+        what=(
+            "Another process (a stale run, another job) already listens on MASTER_PORT, so node 0 "
+            "cannot start the rendezvous store."
+        ),
+        confirm="'address already in use' (EADDRINUSE) from the store server on node 0; `ss -ltnp` shows the holder.",
+        fix="Stop the stale process, or pick a free MASTER_PORT for the job.",
+        prevent="Clean up after failed jobs (destroy_process_group, kill the tree); allocate ports per job.",
+    ),
+    Cause(
+        id="missing-set-device",
+        title="torch.cuda.set_device(local_rank) is missing",
+        what=(
+            "Without set_device every rank on a node uses cuda:0. NCCL refuses a communicator with "
+            "two ranks on one GPU."
+        ),
+        confirm="NCCL 'Duplicate GPU detected : rank 0 and rank 1 both on CUDA device ...' on every rank of the node.",
+        fix="Call torch.cuda.set_device(local_rank) right after init_process_group, before any CUDA work.",
+        prevent="Use LOCAL_RANK (not RANK) for the device, in one helper every script shares.",
+    ),
+    Cause(
+        id="rank-as-device-id",
+        title="The global rank is used as the CUDA device id",
+        what=(
+            "set_device(rank) works on node 0 but on node 1 asks for device 'rank', which does "
+            "not exist there: each node only has local_rank devices."
+        ),
+        confirm="'CUDA error: invalid device ordinal' on the first rank of node 1; node 0's ranks are victims.",
+        fix="Use torch.cuda.set_device(local_rank) (int(os.environ['LOCAL_RANK'])).",
+        prevent="Test on 2 nodes before scaling; on one node rank == local_rank hides the bug.",
+    ),
+    Cause(
+        id="missing-destroy-process-group",
+        title="destroy_process_group() is never called",
+        what=(
+            "The process group outlives its use: a second init_process_group in the same process "
+            "fails, and NCCL warns at exit that resources may leak."
+        ),
+        confirm="'trying to initialize the default process group twice!' or the ProcessGroupNCCL exit warning.",
+        fix="Call dist.destroy_process_group() when the distributed part ends (also on error paths).",
+        prevent="Wrap setup/teardown in a context manager or try/finally.",
+    ),
+    Cause(
+        id="wrong-socket-interface",
+        title="GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names a missing interface",
+        what="The backend is told to use a network interface the host does not have.",
+        confirm="gloo 'Unable to find address for: <ifname>' (NCCL: no socket interface found) on the misconfigured node.",
+        fix="Set the variable to an interface that exists on every node (`ip -br addr`), or unset it.",
+        prevent="Set interface names per cluster in one place; check them in a preflight run.",
+    ),
+    Cause(
+        id="world-size-mismatch",
+        title="Nodes disagree on the size of the job",
+        what=(
+            "One node is launched with a different --nnodes or --nproc_per_node, so the launchers "
+            "disagree on WORLD_SIZE and on who is in the job."
+        ),
+        confirm="Compare WORLD_SIZE / --nnodes / --nproc_per_node across nodes' launch lines; store timeouts wait for ranks that will never exist.",
+        fix="Launch every node with identical --nnodes and --nproc_per_node.",
+        prevent="Generate the launch command for all nodes from one template.",
+    ),
+    Cause(
+        id="duplicate-node-rank",
+        title="Two nodes launched with the same --node_rank",
+        what="Two launchers claim the same node rank, so two workers claim each global rank and one rank range is missing.",
+        confirm="Two processes print the same RANK; the store waits for the ranks of the missing node rank.",
+        fix="Give each node a distinct --node_rank from 0 to nnodes-1.",
+        prevent="Take the node rank from the scheduler (SLURM_NODEID, the pod index), never by hand.",
+    ),
+    Cause(
+        id="rank-crash",
+        title="One rank dies before the collective",
+        what=(
+            "A rank raises or is killed (OOM killer, a bad sample) before all_reduce; the others "
+            "are torn down by the launcher or time out waiting for it."
+        ),
+        confirm="The earliest failure in time with its own error (a traceback, or exit by signal -9); the rest show teardown or timeouts.",
+        fix="Fix the culprit's error (its own traceback), not the timeouts of the others.",
+        prevent="Validate data and memory on one rank first; monitor dmesg for the OOM killer.",
+    ),
+    Cause(
+        id="straggler-rank",
+        title="One rank arrives far later than the others",
+        what=(
+            "A rank does slow extra work (preprocessing, validation, a checkpoint on rank 0) while "
+            "the others already wait at the rendezvous or in a collective, past the timeout."
+        ),
+        confirm="Phase timings: the culprit enters init or all_reduce long after the others; the others' errors are timeouts.",
+        fix="Move the slow work out of the collective path, do it on every rank, or raise the timeout deliberately.",
+        prevent="Keep rank-0-only work short or outside the training loop; measure per-rank step times.",
+    ),
+    Cause(
+        id="no-launcher",
+        title="The script was started with plain python, not torchrun",
+        what="Without a launcher, RANK, WORLD_SIZE, MASTER_ADDR and LOCAL_RANK are not set.",
+        confirm="'environment variable RANK expected, but not set' from init_process_group's env:// rendezvous.",
+        fix="Start it with torchrun --nnodes ... --nproc_per_node ... (or set the variables yourself).",
+        prevent="Ship a launch script with the training script; fail early if LOCAL_RANK is missing.",
+    ),
+    Cause(
+        id="too-few-gpus",
+        title="More ranks per node than the node has GPUs",
+        what="--nproc_per_node exceeds the visible GPUs, so a local rank asks for a device that does not exist.",
+        confirm="'invalid device ordinal' on the highest local ranks of every node; check CUDA_VISIBLE_DEVICES and nvidia-smi.",
+        fix="Set --nproc_per_node to the number of visible GPUs.",
+        prevent="Derive nproc_per_node from torch.cuda.device_count() in the launch script.",
+    ),
+    Cause(
+        id="collective-mismatch",
+        title="Ranks call different collectives, or different shapes",
+        what=(
+            "One rank skips the all_reduce or passes a tensor of another shape; the collective "
+            "never matches up and hangs until the timeout, or fails with a size error."
+        ),
+        confirm="TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch; otherwise timeouts in the collective on the others.",
+        fix="Make every rank call the same collectives in the same order with the same shapes.",
+        prevent="Avoid rank-dependent control flow around collectives; run with DETAIL in CI.",
+    ),
+    Cause(
+        id="wrong-reduce-op",
+        title="A wrong reduce op or dtype gives a silently wrong result",
+        what="The job runs and exits 0 on every rank, but the reduced value is not the sum it should be.",
+        confirm="Only a comparison with the expected value shows it: every rank's value differs from N(N-1)/2.",
+        fix="Use ReduceOp.SUM (then divide if you want a mean) and a dtype that holds the values.",
+        prevent="Unit-test collectives against a known answer; assert on the healthy baseline.",
+    ),
+    Cause(
+        id="nccl-without-gpu",
+        title="The nccl backend on a host without GPUs",
+        what="NCCL needs CUDA devices; on a CPU-only host (or a torch built without CUDA) init fails.",
+        confirm="'Distributed package doesn't have NCCL built in' or no CUDA GPUs are available.",
+        fix="Use the gloo backend on CPU, or run on a host with GPUs and a CUDA build of torch.",
+        prevent="Choose the backend from torch.cuda.is_available() in one place.",
+    ),
+)
+
+CAUSES_BY_ID = {cause.id: cause for cause in CAUSES}

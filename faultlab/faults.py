@@ -1,0 +1,382 @@
+"""The registry of fault kinds: what each one changes, where it is live, which cause it stands for.
+
+A fault changes either the launch (a node's or a rank's launch arguments and environment)
+or the program (a code patch at a named injection point of the seed program). Kinds apply
+themselves to a PlanDraft, which `plan.build_plan` turns into a LaunchPlan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Literal
+
+from .experiment import CodePatch
+
+TargetKind = Literal["job", "node", "rank"]
+
+
+@dataclasses.dataclass
+class NodeDraft:
+    node_rank: int
+    nnodes: int
+    nproc_per_node: int
+    master_port_offset: int = 0
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    worker_port_offsets: dict[int, int] = dataclasses.field(default_factory=dict)
+    start_delay_s: float = 0.0
+
+
+@dataclasses.dataclass
+class PlanDraft:
+    """The launch as it is being built: the healthy plan, then each fault applied in turn."""
+
+    backend: str
+    ranks_per_node: int
+    gpus_per_node: int  # the GPUs each simulated node exposes (CUDA_VISIBLE_DEVICES)
+    nodes: list[NodeDraft]
+    patches: list[CodePatch] = dataclasses.field(default_factory=list)
+    occupy_master_port: bool = False
+    launcher: Literal["torchrun", "python"] = "torchrun"
+
+    def slot_of_rank(self, rank: int) -> tuple[NodeDraft, int]:
+        node_index, local_rank = divmod(rank, self.ranks_per_node)
+        return self.nodes[node_index], local_rank
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """Where a fault applies: the whole job, one node (plan index), or one global rank."""
+
+    kind: TargetKind
+    index: int = 0
+
+    def describe(self) -> str:
+        return "the whole job" if self.kind == "job" else f"{self.kind} {self.index}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    name: str
+    type: type
+    default: object
+    help: str
+    choices: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class FaultKind:
+    id: str
+    summary: str
+    cause: str  # id in the cause catalog
+    layer: Literal["launch", "code"]
+    targets: tuple[TargetKind, ...]
+    apply: Callable[[PlanDraft, Target, dict], None]
+    params: tuple[Param, ...] = ()
+    gpu_only: bool = False  # physically needs CUDA devices to mean anything
+
+
+def _rank_guard(target: Target, body: str) -> str:
+    """Code that runs `body` on the target rank only (or everywhere for a job-wide fault)."""
+    if target.kind == "job":
+        return body
+    indented = "".join(f"    {line}\n" for line in body.splitlines())
+    return f"if rank == {target.index}:\n{indented}"
+
+
+def _master_port_offset(draft: PlanDraft, target: Target, params: dict) -> None:
+    if target.kind == "node":
+        draft.nodes[target.index].master_port_offset = params["offset"]
+    else:
+        node, local_rank = draft.slot_of_rank(target.index)
+        node.worker_port_offsets[local_rank] = params["offset"]
+
+
+def _port_in_use(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.occupy_master_port = True
+
+
+def _skip_set_device(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.patches.append(CodePatch("device", replace='device = "cpu"\nif BACKEND == "nccl":\n    device = "cuda"\n'))
+
+
+def _rank_as_device(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.patches.append(
+        CodePatch(
+            "device",
+            replace='device = "cpu"\nif BACKEND == "nccl":\n    torch.cuda.set_device(rank)\n    device = "cuda"\n',
+        )
+    )
+
+
+def _skip_destroy(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.patches.append(CodePatch("shutdown", replace=""))
+    if params["reinit"]:
+        draft.patches.append(
+            CodePatch(
+                "after_shutdown",
+                after=(
+                    "\n# Evaluation: set up distributed again, as the training phase did.\n"
+                    "dist.init_process_group(BACKEND, timeout=TIMEOUT)\n"
+                ),
+            )
+        )
+
+
+def _socket_ifname(draft: PlanDraft, target: Target, params: dict) -> None:
+    variable = params["variable"] or ("NCCL_SOCKET_IFNAME" if draft.backend == "nccl" else "GLOO_SOCKET_IFNAME")
+    nodes = draft.nodes if target.kind == "job" else [draft.nodes[target.index]]
+    for node in nodes:
+        node.env[variable] = params["ifname"]
+
+
+def _launch_nnodes(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.nodes[target.index].nnodes = params["nnodes"]
+
+
+def _launch_nproc(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.nodes[target.index].nproc_per_node = params["nproc_per_node"]
+
+
+def _duplicate_node_rank(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.nodes[target.index].node_rank = params["node_rank"]
+
+
+def _late_node(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.nodes[target.index].start_delay_s = params["delay_s"]
+
+
+def _crash(draft: PlanDraft, target: Target, params: dict) -> None:
+    if params["mode"] == "sigkill":
+        body = "os.kill(os.getpid(), 9)  # what the kernel's OOM killer does\n"
+    else:
+        body = f'raise RuntimeError("corrupt sample in shard {target.index}: cannot decode record 1832")\n'
+    draft.patches.append(CodePatch("before_collective", after=_rank_guard(target, body)))
+
+
+def _slow_rank(draft: PlanDraft, target: Target, params: dict) -> None:
+    point = "before_collective" if params["where"] == "collective" else "before_init"
+    body = f"time.sleep({params['seconds']})  # {params['work']} that only this rank does\n"
+    if point == "before_init":  # no process group yet: the launcher's RANK tells who we are
+        guard = f'if int(os.environ["RANK"]) == {target.index}:\n' + "".join(f"    {line}\n" for line in body.splitlines())
+        draft.patches.append(CodePatch(point, after=guard))
+    else:
+        draft.patches.append(CodePatch(point, after=_rank_guard(target, body)))
+
+
+def _plain_python(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.launcher = "python"
+
+
+def _shape_mismatch(draft: PlanDraft, target: Target, params: dict) -> None:
+    body = f"x = torch.ones({params['numel']}, device=device) * rank  # this rank builds a different shape\n"
+    draft.patches.append(CodePatch("tensor", after=_rank_guard(target, body)))
+
+
+def _skip_collective(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.patches.append(
+        CodePatch(
+            "collective",
+            replace=f"if rank != {target.index}:  # this rank takes another branch\n    dist.all_reduce(x)\n",
+        )
+    )
+
+
+def _reduce_op(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.patches.append(CodePatch("collective", replace=f"dist.all_reduce(x, op=dist.ReduceOp.{params['op']})\n"))
+
+
+def _wrong_dtype(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.patches.append(
+        CodePatch("tensor", replace=f"x = torch.ones(1, device=device, dtype=torch.{params['dtype']}) * rank\n")
+    )
+
+
+def _force_backend(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.patches.append(CodePatch("header", after=f"BACKEND = {params['backend']!r}  # hard-coded\n"))
+
+
+def _visible_gpus(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.gpus_per_node = params["count"]
+
+
+FAULT_KINDS: tuple[FaultKind, ...] = (
+    FaultKind(
+        id="master-port-offset",
+        summary="A node's launcher (or one rank's environment) uses MASTER_PORT + offset.",
+        cause="wrong-master-port",
+        layer="launch",
+        targets=("node", "rank"),
+        apply=_master_port_offset,
+        params=(Param("offset", int, 1, "added to the job's MASTER_PORT"),),
+    ),
+    FaultKind(
+        id="port-in-use",
+        summary="Another process already listens on MASTER_PORT when the job starts.",
+        cause="port-in-use",
+        layer="launch",
+        targets=("job",),
+        apply=_port_in_use,
+    ),
+    FaultKind(
+        id="skip-set-device",
+        summary="The program never calls torch.cuda.set_device(local_rank).",
+        cause="missing-set-device",
+        layer="code",
+        targets=("job",),
+        apply=_skip_set_device,
+        gpu_only=True,
+    ),
+    FaultKind(
+        id="rank-as-device",
+        summary="The program calls torch.cuda.set_device(rank) instead of local_rank.",
+        cause="rank-as-device-id",
+        layer="code",
+        targets=("job",),
+        apply=_rank_as_device,
+        gpu_only=True,
+    ),
+    FaultKind(
+        id="skip-destroy",
+        summary="The program never calls destroy_process_group().",
+        cause="missing-destroy-process-group",
+        layer="code",
+        targets=("job",),
+        apply=_skip_destroy,
+        params=(Param("reinit", bool, True, "initialize the process group again afterwards, as a second phase would"),),
+    ),
+    FaultKind(
+        id="socket-ifname",
+        summary="A node's GLOO_/NCCL_SOCKET_IFNAME names an interface the host lacks.",
+        cause="wrong-socket-interface",
+        layer="launch",
+        targets=("node", "job"),
+        apply=_socket_ifname,
+        params=(
+            Param("ifname", str, "eth9", "the interface name set"),
+            Param("variable", str, "", "GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME (default: the backend's)",
+                  ("", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")),
+        ),
+    ),
+    FaultKind(
+        id="launch-nnodes",
+        summary="A node's launcher is given another --nnodes.",
+        cause="world-size-mismatch",
+        layer="launch",
+        targets=("node",),
+        apply=_launch_nnodes,
+        params=(Param("nnodes", int, 3, "the --nnodes this node is launched with"),),
+    ),
+    FaultKind(
+        id="launch-nproc",
+        summary="A node's launcher is given another --nproc_per_node.",
+        cause="world-size-mismatch",
+        layer="launch",
+        targets=("node",),
+        apply=_launch_nproc,
+        params=(Param("nproc_per_node", int, 1, "the --nproc_per_node this node is launched with"),),
+    ),
+    FaultKind(
+        id="duplicate-node-rank",
+        summary="A node is launched with a --node_rank another node already has.",
+        cause="duplicate-node-rank",
+        layer="launch",
+        targets=("node",),
+        apply=_duplicate_node_rank,
+        params=(Param("node_rank", int, 0, "the --node_rank this node is launched with"),),
+    ),
+    FaultKind(
+        id="late-node",
+        summary="A node's launcher starts late.",
+        cause="straggler-rank",
+        layer="launch",
+        targets=("node",),
+        apply=_late_node,
+        params=(Param("delay_s", float, 10.0, "seconds after the other nodes"),),
+    ),
+    FaultKind(
+        id="crash-before-collective",
+        summary="One rank dies before all_reduce: an exception, or SIGKILL as the OOM killer sends.",
+        cause="rank-crash",
+        layer="code",
+        targets=("rank",),
+        apply=_crash,
+        params=(Param("mode", str, "exception", "how the rank dies", ("exception", "sigkill")),),
+    ),
+    FaultKind(
+        id="slow-rank",
+        summary="One rank does slow extra work before init or before the collective.",
+        cause="straggler-rank",
+        layer="code",
+        targets=("rank",),
+        apply=_slow_rank,
+        params=(
+            Param("seconds", float, 10.0, "how long the extra work takes"),
+            Param("where", str, "collective", "before 'init' or before the 'collective'", ("init", "collective")),
+            Param("work", str, "validation pass", "what the extra work is, as the code comment says"),
+        ),
+    ),
+    FaultKind(
+        id="plain-python",
+        summary="Every node runs the script with plain python instead of torchrun.",
+        cause="no-launcher",
+        layer="launch",
+        targets=("job",),
+        apply=_plain_python,
+    ),
+    FaultKind(
+        id="shape-mismatch",
+        summary="One rank all-reduces a tensor of another shape.",
+        cause="collective-mismatch",
+        layer="code",
+        targets=("rank",),
+        apply=_shape_mismatch,
+        params=(Param("numel", int, 2, "elements in that rank's tensor"),),
+    ),
+    FaultKind(
+        id="skip-collective",
+        summary="One rank takes a branch that skips the all_reduce.",
+        cause="collective-mismatch",
+        layer="code",
+        targets=("rank",),
+        apply=_skip_collective,
+    ),
+    FaultKind(
+        id="reduce-op",
+        summary="The all_reduce uses another reduce op than SUM.",
+        cause="wrong-reduce-op",
+        layer="code",
+        targets=("job",),
+        apply=_reduce_op,
+        params=(Param("op", str, "MAX", "the ReduceOp used", ("MAX", "MIN", "PRODUCT", "BAND", "BOR")),),
+    ),
+    FaultKind(
+        id="wrong-dtype",
+        summary="The tensor is built with a dtype that cannot hold the sum.",
+        cause="wrong-reduce-op",
+        layer="code",
+        targets=("job",),
+        apply=_wrong_dtype,
+        params=(Param("dtype", str, "bool", "the dtype used", ("bool", "int8", "uint8", "float16")),),
+    ),
+    FaultKind(
+        id="force-backend",
+        summary="The program hard-codes a backend regardless of the host.",
+        cause="nccl-without-gpu",
+        layer="code",
+        targets=("job",),
+        apply=_force_backend,
+        params=(Param("backend", str, "nccl", "the backend hard-coded", ("nccl", "gloo")),),
+    ),
+    FaultKind(
+        id="visible-gpus",
+        summary="Each node exposes fewer GPUs (CUDA_VISIBLE_DEVICES) than it runs ranks.",
+        cause="too-few-gpus",
+        layer="launch",
+        targets=("job",),
+        apply=_visible_gpus,
+        params=(Param("count", int, 1, "GPUs visible on each node"),),
+        gpu_only=True,
+    ),
+)
+
+FAULT_KINDS_BY_ID = {kind.id: kind for kind in FAULT_KINDS}

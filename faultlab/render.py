@@ -1,0 +1,109 @@
+"""Text for people: the per-rank table, symptoms and verdict of a recording. Pure."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tabulate import tabulate
+
+from .records import Recording
+from .scenario import Scenario
+
+ENDING_WORDS = {
+    "exited": "exit {code}",
+    "signaled": "signal {signal}",
+    "torn_down": "torn down",
+    "killed_at_deadline": "HUNG, killed",
+    "never_started": "never started",
+}
+
+
+def _ending(ending: str, code: int | None) -> str:
+    return ENDING_WORDS[ending].format(code=code, signal=-code if code else "?")
+
+
+def _value(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def rank_table(recording: Recording) -> str:
+    comparison = recording.comparison
+    rows = []
+    for delta in comparison.deltas:
+        rows.append(
+            [
+                delta.rank,
+                f"{delta.node}/{delta.local_rank}",
+                f"{_value(delta.observed_value)} ({delta.expected_value:g})",
+                _ending(delta.ending, delta.exit_code),
+                delta.last_phase,
+                f"{_seconds(delta.duration_s)} ({_seconds(delta.baseline_duration_s)})",
+                "; ".join(delta.how) if delta.deviates else "ok",
+            ]
+        )
+    headers = ["rank", "node/local", "value (expected)", "ended", "last phase", "time s (baseline)", "deviation"]
+    return tabulate(rows, headers=headers, tablefmt="simple")
+
+
+def symptom_lines(recording: Recording, width: int = 160) -> list[str]:
+    lines = []
+    for symptom in sorted(recording.symptoms, key=lambda s: (s.id == "python-exception", s.node, s.local_rank or -1, s.id)):
+        excerpt = symptom.line.strip()
+        if len(excerpt) > width:
+            excerpt = excerpt[: width - 3] + "..."
+        times = f" (x{symptom.count})" if symptom.count > 1 else ""
+        lines.append(f"  {symptom.source:<18} {symptom.id:<26} [{symptom.role}]{times}")
+        lines.append(f"      {excerpt}")
+    return lines
+
+
+def run_report(scenario: Scenario, recording: Recording, show_explanation: bool = True) -> str:
+    capture = recording.capture
+    topology = scenario.topology
+    out = [
+        f"{scenario.id}: {scenario.title}",
+        f"live on {recording.backend}, {topology.nodes} node(s) x {topology.ranks_per_node} rank(s), "
+        f"timeout {capture.timeout_s:g}s, ran {capture.duration_s:.1f}s"
+        + (f", debug knob: {recording.debug}" if recording.debug else ""),
+        "",
+        "Ticket:",
+        textwrap.indent(textwrap.fill(scenario.ticket, 96), "  "),
+        "",
+        f"Per rank, against the healthy baseline ({recording.baseline_note}):",
+        rank_table(recording),
+        "",
+        "Symptoms found in the real output:" if recording.symptoms else "Symptoms: none matched.",
+        *symptom_lines(recording),
+        "",
+        f"Verdict: {recording.comparison.summary}",
+    ]
+    if recording.reproduced:
+        out.append(f"Reproduced: yes (expected {recording.expected_verdict}" + (
+            f" with {', '.join(recording.expected_signatures)})" if recording.expected_signatures else ")"))
+    else:
+        reasons = []
+        if recording.comparison.verdict != recording.expected_verdict:
+            reasons.append(f"verdict {recording.comparison.verdict}, expected {recording.expected_verdict}")
+        if recording.missing_signatures:
+            reasons.append(f"missing signatures: {', '.join(recording.missing_signatures)}")
+        out.append("Reproduced: NO (" + "; ".join(reasons) + ")")
+    if show_explanation:
+        out += ["", "What happened:", textwrap.indent(textwrap.fill(scenario.explain, 96), "  ")]
+    return "\n".join(out)
+
+
+def baseline_report(recording: Recording) -> str:
+    rows = [
+        [rank.rank, f"{rank.node}/{rank.local_rank}", _value(rank.value), _ending(rank.ending, rank.exit_code),
+         _seconds(rank.end_t - rank.start_t if rank.start_t is not None else None)]
+        for rank in recording.capture.ranks
+    ]
+    state = "healthy" if recording.reproduced else "NOT HEALTHY"
+    return "\n".join([
+        f"Healthy baseline, {recording.baseline_note}: {state}, ran {recording.capture.duration_s:.1f}s",
+        tabulate(rows, headers=["rank", "node/local", "value", "ended", "time s"]),
+    ])

@@ -1,0 +1,175 @@
+"""One scenario, live: plan, launch, match symptoms, compare with the healthy baseline, record.
+
+This is the core behind `faultlab run` and `faultlab baseline`; the CLI only renders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import platform
+import socket
+import uuid
+from pathlib import Path
+
+from . import compare, symptoms
+from .errors import BadInput
+from .launch import launch
+from .plan import build_plan, choose_backend, gpus_on_host
+from .records import RECORDING_FORMAT, Capture, Environment, Recording
+from .scenario import Scenario
+from .store import Store
+
+# Debug knobs a run can be repeated with, and the environment each one sets on every node.
+DEBUG_KNOBS: dict[str, dict[str, str]] = {
+    "detail": {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+    "cpp-info": {"TORCH_CPP_LOG_LEVEL": "INFO"},
+    "nccl-info": {"NCCL_DEBUG": "INFO"},
+    "nccl-trace": {"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1"},
+}
+
+
+def environment() -> Environment:
+    """Versions and hardware of this host, as a recording states them. Imports torch."""
+    import torch
+
+    cuda = torch.version.cuda
+    gpus: tuple[str, ...] = ()
+    nccl = None
+    if torch.cuda.is_available():
+        gpus = tuple(torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count()))
+        nccl = ".".join(str(part) for part in torch.cuda.nccl.version())
+    driver = None
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as version:
+            driver = version.readline().strip()
+    except OSError:
+        pass
+    import torch.distributed as dist
+
+    return Environment(
+        host=socket.gethostname(),
+        platform=f"{platform.system()} {platform.machine()}",
+        python=platform.python_version(),
+        torch=torch.__version__,
+        cuda=cuda,
+        nccl=nccl,
+        gloo=dist.is_gloo_available(),
+        gpus=gpus,
+        driver=driver,
+    )
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _new_id(scenario_id: str, kind: str) -> str:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{scenario_id}.{kind}.{stamp}.{uuid.uuid4().hex[:6]}"
+
+
+def _debug_env(debug: str | None) -> dict[str, str]:
+    if debug is None:
+        return {}
+    if debug not in DEBUG_KNOBS:
+        raise BadInput(f"unknown debug knob {debug!r} (known: {', '.join(DEBUG_KNOBS)})")
+    return DEBUG_KNOBS[debug]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    fresh_baseline: bool = False  # run the baseline again instead of reusing the stored one
+    keep_logs: Path | None = None  # copy every raw log here
+    debug: str | None = None  # a DEBUG_KNOBS key
+
+
+def baseline_for(
+    scenario: Scenario, backend: str, host_gpus: int, env: Environment, store: Store, options: RunOptions
+) -> Recording:
+    """The healthy run of the scenario's topology on `backend`: stored, or run live now."""
+    topology = f"{scenario.topology.nodes}x{scenario.topology.ranks_per_node}"
+    if not options.fresh_baseline:
+        cached = store.latest_baseline(topology, backend, env.torch, env.host)
+        if cached is not None and cached.reproduced:
+            return cached
+    plan = build_plan(scenario, backend, healthy=True, host_gpus=host_gpus)
+    keep = options.keep_logs / "baseline" if options.keep_logs else None
+    capture = launch(plan, keep_logs=keep)
+    found = symptoms.match_capture(capture)
+    healthy = compare.compare(capture, found, capture, found).verdict == "healthy" and all(
+        rank.value == compare.expected_value(capture.world_size) for rank in capture.ranks
+    )
+    recording = Recording(
+        id=_new_id(f"baseline-{topology}", "baseline"),
+        format=RECORDING_FORMAT,
+        scenario_id=f"baseline-{topology}",
+        kind="baseline",
+        live=True,
+        recorded_at=_now(),
+        environment=env,
+        backend=backend,
+        debug=None,
+        capture=capture,
+        symptoms=found,
+        comparison=None,
+        baseline_id=None,
+        baseline_note=f"healthy {topology} run on {backend}",
+        expected_signatures=(),
+        missing_signatures=(),
+        expected_verdict="healthy",
+        reproduced=healthy,
+    )
+    store.save(recording)
+    return recording
+
+
+def run_scenario(scenario: Scenario, store: Store, options: RunOptions = RunOptions()) -> Recording:
+    """Run `scenario` live, compare it with the healthy baseline, store and return the recording."""
+    extra_env = _debug_env(options.debug)
+    host_gpus = gpus_on_host()
+    backend = choose_backend(scenario, host_gpus)
+    env = environment()
+    baseline = baseline_for(scenario, backend, host_gpus, env, store, options)
+    plan = build_plan(scenario, backend, host_gpus=host_gpus, extra_env=extra_env)
+    capture = launch(plan, keep_logs=options.keep_logs / "run" if options.keep_logs else None)
+    return _record(scenario, capture, baseline, env, backend, options.debug, store)
+
+
+def evaluate(scenario: Scenario, capture: Capture, baseline_capture: Capture, baseline_symptoms, backend: str):
+    """Symptoms, comparison and whether the run shows what the scenario expects. Pure."""
+    found = symptoms.match_capture(capture)
+    comparison = compare.compare(capture, found, baseline_capture, baseline_symptoms)
+    expected = scenario.expect.signatures_for(backend)
+    present = {symptom.id for symptom in found}
+    missing = tuple(signature for signature in expected if signature not in present)
+    reproduced = comparison.verdict == scenario.expect.verdict and not missing
+    return found, comparison, expected, missing, reproduced
+
+
+def _record(scenario, capture, baseline, env, backend, debug, store) -> Recording:
+    found, comparison, expected, missing, reproduced = evaluate(
+        scenario, capture, baseline.capture, baseline.symptoms, backend
+    )
+    recording = Recording(
+        id=_new_id(scenario.id, "run"),
+        format=RECORDING_FORMAT,
+        scenario_id=scenario.id,
+        kind="run",
+        live=True,
+        recorded_at=_now(),
+        environment=env,
+        backend=backend,
+        debug=debug,
+        capture=capture,
+        symptoms=found,
+        comparison=comparison,
+        baseline_id=baseline.id,
+        baseline_note=f"{baseline.baseline_note}, recorded {baseline.recorded_at}",
+        expected_signatures=expected,
+        missing_signatures=missing,
+        expected_verdict=scenario.expect.verdict,
+        reproduced=reproduced,
+    )
+    store.save(recording)
+    return recording

@@ -1,0 +1,248 @@
+"""The signature catalog (data) and the matcher (pure): real output lines -> Symptoms.
+
+A signature is a pattern over one line of a rank's output or a launcher's log, with the
+role it usually plays: the culprit's own error, a victim waiting for someone else, or
+neutral context. Patterns are written from real torch/gloo/NCCL output (see the
+recordings) and tolerate the wording of neighbouring versions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterable, Literal
+
+from .records import Capture, Symptom
+
+Role = Literal["culprit", "victim", "neutral"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    id: str
+    title: str
+    pattern: str
+    role: Role
+    meaning: str
+    where: tuple[str, ...] = ("rank", "launcher")
+
+    @property
+    def regex(self) -> re.Pattern:
+        return re.compile(self.pattern)  # re keeps compiled patterns cached
+
+
+SIGNATURES: tuple[Signature, ...] = (
+    Signature(
+        "address-in-use",
+        "Store server cannot bind MASTER_PORT (EADDRINUSE)",
+        r"(?i)address already in use|EADDRINUSE|errno: 98\b",
+        "culprit",
+        "Something else already listens on MASTER_PORT on the master node.",
+    ),
+    Signature(
+        "client-connect-timeout",
+        "Client timed out connecting to the store",
+        r"client socket has timed out after \d+m?s while trying to connect to \(",
+        "culprit",
+        "This process dialed host:port and nobody answered there: compare that port with node 0's.",
+    ),
+    Signature(
+        "connection-refused",
+        "Connection refused",
+        r"(?i)connection refused",
+        "culprit",
+        "Nothing listens at the address dialed (or a firewall rejects it).",
+    ),
+    Signature(
+        "store-wait-timeout",
+        "Store wait timed out for keys other ranks never wrote",
+        r"wait timeout after \d+ms, keys: |Timed out after \d+ seconds waiting for keys",
+        "victim",
+        "This rank waited for other ranks to register; the keys name the ranks that never came.",
+    ),
+    Signature(
+        "rendezvous-clients-timeout",
+        "Master's store timed out waiting for the other nodes",
+        r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
+        "victim",
+        "Node 0's launcher waited for the other nodes' launchers, and not all came.",
+    ),
+    Signature(
+        "store-recv-failed",
+        "Lost the connection to the TCPStore",
+        r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl|Connection reset by peer",
+        "victim",
+        "The store's server (node 0's launcher) went away: usually torn down after another failure.",
+    ),
+    Signature(
+        "connection-closed-by-peer",
+        "Peer closed the connection mid-collective",
+        r"Connection closed by peer",
+        "victim",
+        "The rank on the other end of a gloo pair died or was torn down.",
+    ),
+    Signature(
+        "collective-timeout",
+        "Collective timed out waiting for a peer",
+        r"Timed out waiting \d+ms for (?:recv|send) operation|Watchdog caught collective operation timeout",
+        "victim",
+        "This rank waited in a collective for a peer that never joined it.",
+    ),
+    Signature(
+        "duplicate-gpu",
+        "NCCL: two ranks on one GPU",
+        r"Duplicate GPU detected",
+        "culprit",
+        "Two ranks of one communicator use the same CUDA device: set_device(local_rank) is missing.",
+    ),
+    Signature(
+        "invalid-device-ordinal",
+        "CUDA: invalid device ordinal",
+        r"invalid device ordinal",
+        "culprit",
+        "This rank asked for a CUDA device index the node does not have.",
+    ),
+    Signature(
+        "destroy-not-called",
+        "destroy_process_group() was not called before exit",
+        r"destroy_process_group\(\) was not called before program exit",
+        "neutral",
+        "The process group was never torn down; resources may leak.",
+    ),
+    Signature(
+        "default-pg-twice",
+        "Default process group initialized twice",
+        r"trying to initialize the default process group twice",
+        "culprit",
+        "init_process_group ran again in a process whose group was never destroyed.",
+    ),
+    Signature(
+        "gloo-no-address",
+        "gloo cannot find the socket interface",
+        r"Unable to find address for",
+        "culprit",
+        "GLOO_SOCKET_IFNAME names an interface this host does not have.",
+    ),
+    Signature(
+        "nccl-no-interface",
+        "NCCL finds no socket interface",
+        r"(?i)no socket interface found|Bootstrap : no socket interface",
+        "culprit",
+        "NCCL_SOCKET_IFNAME names an interface this host does not have.",
+    ),
+    Signature(
+        "nccl-not-available",
+        "The nccl backend is not available here",
+        r"doesn't have NCCL built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver",
+        "culprit",
+        "nccl was requested on a host (or a torch build) without CUDA GPUs.",
+    ),
+    Signature(
+        "rank-env-missing",
+        "Launcher variables missing (RANK, WORLD_SIZE, ...)",
+        r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set|KeyError: 'LOCAL_RANK'",
+        "culprit",
+        "The script was not started by torchrun (or the launcher variables were wiped).",
+    ),
+    Signature(
+        "collective-mismatch-detail",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL names a collective mismatch",
+        r"Detected mismatch between collectives on ranks|Mismatch between collective",
+        "culprit",
+        "Ranks called different collectives or shapes; the message names both sides.",
+    ),
+    Signature(
+        "size-mismatch",
+        "Tensor sizes differ across ranks",
+        r"(?i)(?:size|length) mismatch|sizes? (?:do|does) not match|Expected .* to have the same size",
+        "culprit",
+        "Ranks passed tensors of different shapes to one collective.",
+    ),
+    Signature(
+        "nccl-invalid-usage",
+        "NCCL invalid usage",
+        r"ncclInvalidUsage",
+        "neutral",
+        "NCCL rejected how it was called; the 'Last error' line says why.",
+    ),
+    Signature(
+        "worker-torn-down",
+        "Launcher tore workers down after a failure",
+        r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM",
+        "victim",
+        "The launcher killed the healthy workers of its node because another worker failed.",
+        ("launcher",),
+    ),
+    Signature(
+        "killed-by-signal",
+        "A worker was killed by a signal",
+        r"exitcode\s*:\s*-(?:9|6|11)\b|Signal \d+ \(SIG[A-Z]+\) received by PID",
+        "culprit",
+        "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback.",
+        ("launcher",),
+    ),
+    Signature(
+        "child-failed",
+        "torchrun's failure report (Root Cause block)",
+        r"Root Cause \(first observed failure\)",
+        "neutral",
+        "The launcher's first observed failure, which can be a victim that timed out first.",
+        ("launcher",),
+    ),
+    Signature(
+        "python-exception",
+        "An uncaught Python exception",
+        r"^(?:\[rank\d+\]: )?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): ",
+        "neutral",
+        "The last line of a traceback: the error as Python raised it.",
+        ("rank",),
+    ),
+)
+
+SIGNATURES_BY_ID = {signature.id: signature for signature in SIGNATURES}
+
+
+def match_text(text: str, signatures: Iterable[Signature] = SIGNATURES) -> dict[str, tuple[str, int]]:
+    """Signature id -> (first matching line, number of matching lines) for one output."""
+    found: dict[str, tuple[str, int]] = {}
+    lines = text.splitlines()
+    for signature in signatures:
+        regex = signature.regex
+        first, count = None, 0
+        for line in lines:
+            if regex.search(line):
+                count += 1
+                first = first if first is not None else line.rstrip()
+        if count:
+            found[signature.id] = (first, count)
+    return found
+
+
+def match_capture(capture: Capture) -> tuple[Symptom, ...]:
+    """Every signature found in every rank's output and every launcher's log."""
+    symptoms = []
+    rank_signatures = [s for s in SIGNATURES if "rank" in s.where]
+    launcher_signatures = [s for s in SIGNATURES if "launcher" in s.where]
+    for rank in capture.ranks:
+        shown_rank = rank.rank if rank.rank is not None else rank.expected_rank
+        for signature_id, (line, count) in match_text(rank.stderr + "\n" + rank.stdout, rank_signatures).items():
+            symptoms.append(_symptom(signature_id, f"rank {shown_rank}", rank.node, rank.local_rank, shown_rank, line, count))
+    for node in capture.nodes:
+        for signature_id, (line, count) in match_text(node.log, launcher_signatures).items():
+            symptoms.append(_symptom(signature_id, f"node {node.node} launcher", node.node, None, None, line, count))
+    return tuple(symptoms)
+
+
+def _symptom(signature_id, source, node, local_rank, rank, line, count) -> Symptom:
+    signature = SIGNATURES_BY_ID[signature_id]
+    return Symptom(
+        id=signature_id,
+        title=signature.title,
+        role=signature.role,
+        source=source,
+        node=node,
+        local_rank=local_rank,
+        rank=rank,
+        line=line,
+        count=count,
+    )
