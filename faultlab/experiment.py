@@ -130,7 +130,7 @@ class PhaseLog:
         self._file.flush()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the process that started it dies."""
     try:
         import ctypes
@@ -142,14 +142,28 @@ def _die_with_parent() -> None:
         pass
 
 
-def _redirect_std_streams(stdout_path: Path, stderr_path: Path) -> None:
-    """Point fds 1 and 2 (C++ logs included) at this worker's own files."""
+def redirect_std_streams(stdout_path: Path, stderr_path: Path) -> None:
+    """Point fds 1 and 2 (C++ logs included) at these files, and Python's streams and log
+    handlers with them (a parent such as pytest may have replaced sys.stderr)."""
+    import logging
+
     sys.stdout.flush()
     sys.stderr.flush()
     for fd, path in ((1, stdout_path), (2, stderr_path)):
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(target, fd)
         os.close(target)
+    previous = {id(sys.stdout): 1, id(sys.stderr): 2, id(sys.__stdout__): 1, id(sys.__stderr__): 2}
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    streams = {1: sys.stdout, 2: sys.stderr}
+    loggers = [logging.getLogger()] + [
+        logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler) and id(handler.stream) in previous:
+                handler.setStream(streams[previous[id(handler.stream)]])
 
 
 def _reset_signal_handlers() -> None:
@@ -194,23 +208,43 @@ def _install_tracing(phases: PhaseLog) -> None:
         setattr(module, attribute, traced(getattr(module, attribute), phase))
 
 
+# A forked worker starts its program only once the store-hosting launcher has forked all of
+# its workers: that launcher's TCPStore server thread does reverse DNS look-ups for every
+# connection, and a fork taken while it holds glibc's resolver lock leaves the child
+# deadlocked in its first look-up. No worker connects, so the server stays idle, until then.
+FORK_BARRIER_LIMIT_S = 5.0
+
+
+def _wait_for_store_host_forks(ranks_dir: str, store_host_workers: int) -> None:
+    stems = [Path(ranks_dir) / slot_name(0, local) for local in range(store_host_workers)]
+    end = time.monotonic() + FORK_BARRIER_LIMIT_S
+    while time.monotonic() < end and not all(stem.with_suffix(".events").exists() for stem in stems):
+        time.sleep(0.002)
+
+
 def run_worker(
-    node: int, program: str, ranks_dir: str, master_port: int = 0, port_offsets: dict[int, int] | None = None
+    node: int,
+    program: str,
+    ranks_dir: str,
+    master_port: int = 0,
+    port_offsets: dict[int, int] | None = None,
+    store_host_workers: int = 0,
 ) -> None:
     """Entry point of one worker: run `program` as a script would run, recording phases.
 
     `port_offsets` gives local ranks whose environment says MASTER_PORT = master_port + offset
-    (a per-rank launch environment gone wrong). Exits the way `python train.py` would: 0, or
+    (a per-rank launch environment gone wrong). `store_host_workers`, for forked workers, is
+    how many workers node 0's launcher forks (see FORK_BARRIER_LIMIT_S). Exits the way `python train.py` would: 0, or
     1 after printing the traceback through sys.excepthook (which torch.distributed prefixes
     with the rank once it is initialized).
     """
-    _die_with_parent()
+    die_with_parent()
     _reset_signal_handlers()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if port_offsets and local_rank in port_offsets:
         os.environ["MASTER_PORT"] = str(master_port + port_offsets[local_rank])
     stem = Path(ranks_dir) / slot_name(node, local_rank)
-    _redirect_std_streams(stem.with_suffix(".stdout"), stem.with_suffix(".stderr"))
+    redirect_std_streams(stem.with_suffix(".stdout"), stem.with_suffix(".stderr"))
     phases = PhaseLog(stem.with_suffix(".events"))
     phases.emit(
         "start",
@@ -221,6 +255,8 @@ def run_worker(
         group_rank=os.environ.get("GROUP_RANK"),
     )
     _install_tracing(phases)
+    if store_host_workers:
+        _wait_for_store_host_forks(ranks_dir, store_host_workers)
     import linecache  # so tracebacks show the lines of train.py, as they would for a file
 
     linecache.cache[PROGRAM_NAME] = (len(program), None, program.splitlines(keepends=True), PROGRAM_NAME)

@@ -154,13 +154,16 @@ def _crash(draft: PlanDraft, target: Target, params: dict) -> None:
 
 
 def _slow_rank(draft: PlanDraft, target: Target, params: dict) -> None:
-    point = "before_collective" if params["where"] == "collective" else "before_init"
     body = f"time.sleep({params['seconds']})  # {params['work']} that only this rank does\n"
-    if point == "before_init":  # no process group yet: the launcher's RANK tells who we are
-        guard = f'if int(os.environ["RANK"]) == {target.index}:\n' + "".join(f"    {line}\n" for line in body.splitlines())
-        draft.patches.append(CodePatch(point, after=guard))
+    if params["where"] == "collective":
+        draft.patches.append(CodePatch("before_collective", after=_rank_guard(target, body)))
+        return
+    # Before init there is no process group yet: the launcher's RANK says who we are.
+    if target.kind == "job":
+        guarded = body.replace("that only this rank does", "on every rank")
     else:
-        draft.patches.append(CodePatch(point, after=_rank_guard(target, body)))
+        guarded = f'if int(os.environ["RANK"]) == {target.index}:\n    {body}'
+    draft.patches.append(CodePatch("before_init", after=guarded))
 
 
 def _plain_python(draft: PlanDraft, target: Target, params: dict) -> None:
@@ -304,10 +307,10 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
     ),
     FaultKind(
         id="slow-rank",
-        summary="One rank does slow extra work before init or before the collective.",
+        summary="One rank (or every rank) does slow extra work before init or before the collective.",
         cause="straggler-rank",
         layer="code",
-        targets=("rank",),
+        targets=("rank", "job"),
         apply=_slow_rank,
         params=(
             Param("seconds", float, 10.0, "how long the extra work takes"),

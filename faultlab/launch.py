@@ -27,12 +27,13 @@ import traceback
 import uuid
 from pathlib import Path
 
-from . import experiment
+from . import experiment, netns
 from .errors import EnvironmentProblem, Interrupted
 from .records import Capture, NodeCapture, PhaseEvent, RankCapture
 
 LOOPBACK = "127.0.0.1"
 RUN_MARKER = "FAULTLAB_RUN"
+RUN_DIR_PREFIX = "faultlab-run-"  # + the owning faultlab's pid: orphans are found by it
 # Variables a launcher reads or sets; a node starts without any inherited from our caller.
 LAUNCHER_OWNED_ENV = (
     "MASTER_ADDR",
@@ -120,10 +121,9 @@ def _node_environment(plan: LaunchPlan, node: NodeLaunch, run_id: str) -> dict[s
 def _run_node_agent(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_dir: str, run_id: str) -> None:
     """Body of a node's agent process (forked): become a launcher for this node."""
     os.setpgid(0, 0)
-    experiment._die_with_parent()
-    log_fd = os.open(Path(run_dir) / f"node{node.index}.launcher.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
+    experiment.die_with_parent()
+    log = Path(run_dir) / f"node{node.index}.launcher.log"
+    experiment.redirect_std_streams(log, log)
     os.environ.clear()
     os.environ.update(_node_environment(plan, node, run_id))
     exit_code = 1
@@ -161,7 +161,9 @@ def _launch_workers(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_di
     ranks_dir = str(Path(run_dir) / "ranks")
     port_offsets = dict(node.worker_port_offsets)
     if plan.fork_workers:
-        entrypoint, args = experiment.run_worker, (node.index, plan.program, ranks_dir, master_port, port_offsets)
+        store_host_workers = plan.nodes[0].nproc_per_node
+        entrypoint = experiment.run_worker
+        args = (node.index, plan.program, ranks_dir, master_port, port_offsets, store_host_workers)
     else:
         program_file = Path(run_dir) / experiment.PROGRAM_NAME
         offsets = ",".join(f"{local}:{offset}" for local, offset in sorted(port_offsets.items()))
@@ -303,49 +305,61 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
     run_id = uuid.uuid4().hex[:12]
     offsets = {node.master_port_offset for node in plan.nodes}
     offsets |= {offset for node in plan.nodes for _, offset in node.worker_port_offsets}
-    master_port = pick_master_port(offsets)
-    run_dir = Path(tempfile.mkdtemp(prefix=f"faultlab-{run_id}-"))
+    _remove_orphaned_run_dirs()
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-{run_id}-"))
     (run_dir / "ranks").mkdir()
     (run_dir / experiment.PROGRAM_NAME).write_text(plan.program, encoding="utf-8")
     processes = _RunProcesses(run_id)
     forker = multiprocessing.get_context("fork")
-    squatter = None
     try:
-        with _sigterm_as_interrupt():
-            if plan.occupy_master_port:
-                squatter = socket.create_server((LOOPBACK, master_port))
-            t0 = time.time()
-            for node in plan.nodes:
-                agent = forker.Process(
-                    target=_run_node_agent,
-                    args=(plan, node, master_port, str(run_dir), run_id),
-                    name=f"faultlab-node{node.index}",
-                )
-                agent.start()
-                processes.agents.append(agent)
-            deadline = time.monotonic() + plan.deadline_s
-            while not processes.all_exited():
-                now = time.monotonic()
-                if now >= deadline and (
-                    now >= deadline + LAUNCHER_WRAPUP_S or processes.still_working(run_dir / "ranks")
-                ):
-                    break
-                processes.note_exits(time.time() - t0)
-                time.sleep(0.02)
-            processes.note_exits(time.time() - t0)
-            hit_deadline = not processes.all_exited()
-            end_t = time.time() - t0
-            processes.kill_all()
-        return _read_capture(plan, run_dir, t0, end_t, hit_deadline, master_port, processes)
+        with _sigterm_as_interrupt(), netns.private_loopback() as network:
+            master_port = pick_master_port(offsets)
+            squatter = socket.create_server((LOOPBACK, master_port)) if plan.occupy_master_port else None
+            try:
+                t0 = time.time()
+                for node in plan.nodes:
+                    agent = forker.Process(
+                        target=_run_node_agent,
+                        args=(plan, node, master_port, str(run_dir), run_id),
+                        name=f"faultlab-node{node.index}",
+                    )
+                    agent.start()
+                    processes.agents.append(agent)
+                hit_deadline = _wait_for_agents(processes, run_dir, plan.deadline_s, t0)
+                end_t = time.time() - t0
+                processes.kill_all()
+            finally:
+                if squatter is not None:
+                    squatter.close()
+        return _read_capture(plan, run_dir, t0, end_t, hit_deadline, master_port, processes, network)
     except KeyboardInterrupt:
         raise Interrupted("interrupted: every process of the run was stopped") from None
     finally:
         processes.kill_all()
-        if squatter is not None:
-            squatter.close()
         if keep_logs is not None:
             _keep(run_dir, keep_logs)
         _remove_tree(run_dir)
+
+
+def _wait_for_agents(processes: _RunProcesses, run_dir: Path, deadline_s: float, t0: float) -> bool:
+    """Wait until every launcher has exited; True if the deadline came first (a hang)."""
+    deadline = time.monotonic() + deadline_s
+    while not processes.all_exited():
+        now = time.monotonic()
+        if now >= deadline and (now >= deadline + LAUNCHER_WRAPUP_S or processes.still_working(run_dir / "ranks")):
+            break
+        processes.note_exits(time.time() - t0)
+        time.sleep(0.02)
+    processes.note_exits(time.time() - t0)
+    return not processes.all_exited()
+
+
+def _remove_orphaned_run_dirs() -> None:
+    """Run directories left by a faultlab that was SIGKILLed (nothing of it could clean up)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*"):
+        owner = path.name[len(RUN_DIR_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and not _is_running(int(owner)):
+            _remove_tree(path)
 
 
 def _keep(run_dir: Path, keep_logs: Path) -> None:
@@ -396,7 +410,7 @@ def _read_events(path: Path, t0: float) -> tuple[tuple[PhaseEvent, ...], dict]:
     return tuple(events), start_fields
 
 
-def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, processes) -> Capture:
+def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, processes, network) -> Capture:
     nodes, ranks = [], []
     for node, agent in zip(plan.nodes, processes.agents):
         log = _read_text(run_dir / f"node{node.index}.launcher.log")
@@ -460,6 +474,7 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
         deadline_s=plan.deadline_s,
         hit_deadline=hit_deadline,
         duration_s=round(end_t, 3),
+        network=network,
         program=plan.program,
         ranks=tuple(ranks),
         nodes=tuple(nodes),

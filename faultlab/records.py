@@ -90,6 +90,7 @@ class Capture:
     deadline_s: float
     hit_deadline: bool
     duration_s: float
+    network: str  # where the run's traffic went (netns.PRIVATE or netns.HOST)
     program: str
     ranks: tuple[RankCapture, ...]
     nodes: tuple[NodeCapture, ...]

@@ -50,8 +50,11 @@ def rank_table(recording: Recording) -> str:
 
 
 def symptom_lines(recording: Recording, width: int = 160) -> list[str]:
+    """Each symptom with its line; a bare exception line already shown by a signature is left out."""
+    shown = {(s.source, s.line) for s in recording.symptoms if s.id != "python-exception"}
+    symptoms = [s for s in recording.symptoms if s.id != "python-exception" or (s.source, s.line) not in shown]
     lines = []
-    for symptom in sorted(recording.symptoms, key=lambda s: (s.id == "python-exception", s.node, s.local_rank or -1, s.id)):
+    for symptom in sorted(symptoms, key=lambda s: (s.id == "python-exception", s.node, s.local_rank or -1, s.id)):
         excerpt = symptom.line.strip()
         if len(excerpt) > width:
             excerpt = excerpt[: width - 3] + "..."
@@ -69,6 +72,7 @@ def run_report(scenario: Scenario, recording: Recording, show_explanation: bool 
         f"live on {recording.backend}, {topology.nodes} node(s) x {topology.ranks_per_node} rank(s), "
         f"timeout {capture.timeout_s:g}s, ran {capture.duration_s:.1f}s"
         + (f", debug knob: {recording.debug}" if recording.debug else ""),
+        f"network: {capture.network}",
         "",
         "Ticket:",
         textwrap.indent(textwrap.fill(scenario.ticket, 96), "  "),

@@ -202,19 +202,27 @@ SIGNATURES: tuple[Signature, ...] = (
 SIGNATURES_BY_ID = {signature.id: signature for signature in SIGNATURES}
 
 
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]: ?")
+
+
+def _is_traceback_source(line: str) -> bool:
+    """An indented line of a Python traceback (a frame or its source), not the error itself."""
+    return _RANK_PREFIX.sub("", line).startswith((" ", "\t"))
+
+
 def match_text(text: str, signatures: Iterable[Signature] = SIGNATURES) -> dict[str, tuple[str, int]]:
-    """Signature id -> (first matching line, number of matching lines) for one output."""
+    """Signature id -> (representative line, number of matching lines) for one output.
+
+    The representative line is the first match that is not the source line of a traceback
+    frame (the `raise ...` that quotes the message), else the first match."""
     found: dict[str, tuple[str, int]] = {}
     lines = text.splitlines()
     for signature in signatures:
         regex = signature.regex
-        first, count = None, 0
-        for line in lines:
-            if regex.search(line):
-                count += 1
-                first = first if first is not None else line.rstrip()
-        if count:
-            found[signature.id] = (first, count)
+        matches = [line.rstrip() for line in lines if regex.search(line)]
+        if matches:
+            best = next((line for line in matches if not _is_traceback_source(line)), matches[0])
+            found[signature.id] = (best, len(matches))
     return found
 
 

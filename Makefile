@@ -1,0 +1,30 @@
+# Set-up is part of every target: a fresh clone needs only `make run` or `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU build of torch on machines without GPUs. On a GPU host, install your own CUDA
+# build of torch first (any torch >= 2.4), or run `make TORCH_SPEC= ...` to keep it.
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+
+.PHONY: run test test-fast bench clean
+
+$(BIN)/faultlab: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q $(TORCH_SPEC)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+run: $(BIN)/faultlab  ## the main job: a real scenario, live, on CPU/gloo
+	$(BIN)/faultlab run wrong-master-port-rank
+
+test: $(BIN)/faultlab  ## the whole suite, live launches included
+	$(BIN)/python -m pytest -q
+
+test-fast: $(BIN)/faultlab  ## everything but the live launches
+	$(BIN)/python -m pytest -q -m "not live"
+
+bench: $(BIN)/faultlab
+	$(BIN)/python benchmarks/bench_launch.py
+
+clean:
+	rm -rf $(VENV) *.egg-info

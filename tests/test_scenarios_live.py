@@ -1,0 +1,34 @@
+"""Every shipped scenario: valid, and (where this host can) reproduced live."""
+
+import pytest
+
+from faultlab import runner
+from faultlab.errors import ExitCode
+
+from conftest import host_gpus, load, shipped_scenarios
+
+SCENARIO_FILES = shipped_scenarios()
+
+
+@pytest.mark.parametrize("path", SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
+def test_scenario_file_is_valid(path):
+    loaded = load(path)
+    assert loaded.id == path.stem, "a scenario's id is its file name"
+    assert loaded.ticket and loaded.explain and loaded.answer.fix
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("path", SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
+def test_scenario_reproduces_live(path, store, cli):
+    loaded = load(path)
+    if host_gpus() < loaded.requires_gpus:
+        result = cli("run", loaded.id)
+        assert result.exit_code == ExitCode.ENVIRONMENT
+        assert f"needs {loaded.requires_gpus} GPU" in result.output
+        return
+    recording = runner.run_scenario(loaded, store)
+    found = {symptom.id for symptom in recording.symptoms}
+    assert recording.comparison.verdict == loaded.expect.verdict, recording.comparison.summary
+    assert set(loaded.expect.signatures_for(recording.backend)) <= found
+    assert recording.reproduced
+    assert recording.live and recording.capture.ranks
