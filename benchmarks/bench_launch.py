@@ -86,13 +86,14 @@ def main() -> None:
         print(f"  bare torchrun --nproc_per_node=4 seed.py:                           {bare_s:.2f} s")
         print(f"  ratio faultlab / torchrun: {ours_s / bare_s:.2f} (target <= 0.50)")
 
+        hang_scenario = ROOT / "tests" / "scenarios" / "hang-short.yaml"
         hang = subprocess.run(
-            [sys.executable, "-m", "faultlab.cli", "run", "wrong-master-port-node", "--json"],
+            [sys.executable, "-m", "faultlab.cli", "run", str(hang_scenario), "--json"],
             env=env, capture_output=True, text=True,
         )
         recording = json.loads(hang.stdout)
         capture = recording["capture"]
-        print("hang verdict (wrong-master-port-node):")
+        print("hang verdict (tests/scenarios/hang-short.yaml: every rank stuck before init):")
         print(f"  launch to verdict {capture['duration_s']:.2f} s, timeout {capture['timeout_s']:g} s, "
               f"budget timeout + 2 s = {capture['timeout_s'] + 2:g} s, verdict {recording['comparison']['verdict']}")
     finally:

@@ -97,7 +97,7 @@ def build_plan(
             raise EnvironmentProblem("the nccl backend needs a GPU; this host has none")
         for node, visible in zip(draft.nodes, _gpu_slices(len(draft.nodes), draft.gpus_per_node, host_gpus)):
             node.env.setdefault("CUDA_VISIBLE_DEVICES", visible)
-    grace = HANG_GRACE_S + (0.0 if backend == "gloo" else EXEC_STARTUP_ALLOWANCE_S)
+    startup = 0.0 if backend == "gloo" else EXEC_STARTUP_ALLOWANCE_S
     return LaunchPlan(
         backend=backend,
         program=experiment.render_program(backend, scenario.timeout_s, tuple(draft.patches)),
@@ -115,7 +115,7 @@ def build_plan(
             for index, node in enumerate(draft.nodes)
         ),
         timeout_s=scenario.timeout_s,
-        deadline_s=scenario.timeout_s + grace,
+        deadline_s=(scenario.deadline_s or scenario.timeout_s + HANG_GRACE_S) + startup,
         occupy_master_port=draft.occupy_master_port,
         launcher=draft.launcher,
     )

@@ -87,6 +87,7 @@ class Scenario:
     topology: Topology
     faults: tuple[FaultSpec, ...]
     timeout_s: float
+    deadline_s: float | None  # faultlab's hang deadline; None: timeout_s + the plan's grace
     expect: Expectation
     answer: AnswerKey
     hints: tuple[str, ...]
@@ -244,7 +245,7 @@ def parse(data, source: str) -> Scenario:
         "",
         data,
         ("id", "title", "difficulty", "ticket", "topology", "faults", "timeout_s", "expect", "answer",
-         "hints", "explain", "env", "requires_gpus"),
+         "hints", "explain", "env", "requires_gpus", "deadline_s"),
     )
     scenario_id = top.get("id", str)
     if not ID_PATTERN.match(scenario_id):
@@ -284,6 +285,9 @@ def parse(data, source: str) -> Scenario:
     timeout_s = top.get("timeout_s", float)
     if not 1 <= timeout_s <= 600:
         top.fail("timeout_s", f"{timeout_s} is outside 1..600 seconds")
+    deadline_s = top.get("deadline_s", float, None)
+    if deadline_s is not None and not timeout_s < deadline_s <= 1200:
+        top.fail("deadline_s", f"{deadline_s} must be above timeout_s ({timeout_s:g}) and at most 1200")
 
     expect_fields = _Fields(source, "expect", top.get("expect", dict), ("verdict", "signatures", "gloo_signatures", "nccl_signatures"))
     from .symptoms import SIGNATURES_BY_ID
@@ -341,6 +345,7 @@ def parse(data, source: str) -> Scenario:
         topology=topology,
         faults=tuple(faults),
         timeout_s=timeout_s,
+        deadline_s=deadline_s,
         expect=expect,
         answer=answer,
         hints=tuple(hints),
