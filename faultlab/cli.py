@@ -61,14 +61,21 @@ def main(ctx, db):
 @click.option("--fresh-baseline", is_flag=True, help="Run the healthy baseline again instead of reusing the stored one.")
 @click.option("--debug", "debug", metavar="KNOB", help="Re-run with a debug knob: detail, cpp-info, nccl-info, nccl-trace.")
 @click.option("--no-explain", is_flag=True, help="Leave out the explanation (what a drill would hide).")
+@click.option("--live", "live_only", is_flag=True, help="Run live or fail: never replay a shipped recording.")
+@click.option("--record-to", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write the run and its baseline as a recording file in this directory.")
 @click.pass_context
-def run(ctx, scenario, as_json, logs, fresh_baseline, debug, no_explain):
-    """Run SCENARIO (an id or a YAML file) live and compare it with the healthy baseline."""
+def run(ctx, scenario, as_json, logs, fresh_baseline, debug, no_explain, live_only, record_to):
+    """Run SCENARIO (an id or a YAML file) live and compare it with the healthy baseline.
+
+    Where this host cannot run it (a GPU scenario without the GPUs), the scenario's shipped
+    recording is replayed instead, and labelled as a replay."""
     from . import render, runner, scenario as scenarios
     from .serial import to_dict
 
     loaded = scenarios.resolve(scenario)
-    options = runner.RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug)
+    options = runner.RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
+                                live_only=live_only, record_to=record_to)
     with _store(ctx) as store:
         recording = runner.run_scenario(loaded, store, options)
     if as_json:
@@ -78,6 +85,8 @@ def run(ctx, scenario, as_json, logs, fresh_baseline, debug, no_explain):
         click.echo(f"\nRecording {recording.id} saved in {store.path}")
         if logs:
             click.echo(f"Raw logs kept in {logs}")
+        if record_to:
+            click.echo(f"Recording file written to {record_to}")
     ctx.exit(int(ExitCode.OK if recording.reproduced else ExitCode.NOT_REPRODUCED))
 
 

@@ -77,6 +77,9 @@ class LaunchPlan:
     deadline_s: float  # faultlab kills everything this long after the launch began
     occupy_master_port: bool = False  # another process already listens on MASTER_PORT
     launcher: str = "torchrun"  # "python": each node runs the script itself, no launcher
+    # "fork": workers are forked from a launcher that imported torch once (fast);
+    # "exec": every worker is a fresh interpreter, as under torchrun (needed for CUDA).
+    worker_start: str = "fork"
 
     @property
     def world_size(self) -> int:
@@ -84,8 +87,7 @@ class LaunchPlan:
 
     @property
     def fork_workers(self) -> bool:
-        # CUDA cannot be used in a child forked after the parent touched torch: exec instead.
-        return self.backend == "gloo"
+        return self.worker_start == "fork"
 
 
 def pick_master_port(offsets: set[int]) -> int:
@@ -437,16 +439,17 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
             pid = fields.get("pid")
             rank = int(fields["rank"]) if fields.get("rank") not in (None, "") else None
             values = [float(v) for r, v in _VALUE_LINE.findall(stdout) if rank is None or int(r) == rank]
+            reported = reported_exit.get(pid)
+            exited_itself = "exit_code" in fields
             if not events:
                 ending, exit_code, ended = "never_started", None, end_t
-            elif "exit_code" in fields and pid not in reported_exit:
-                ending, exit_code, ended = "exited", fields["exit_code"], events[-1].t
-            elif pid in reported_exit:
-                code = reported_exit[pid]
-                ending = "signaled" if code < 0 else "exited"
-                exit_code, ended = code, events[-1].t
-            elif pid in torn_down:
+            elif pid in torn_down and not exited_itself and (reported is None or reported < 0):
                 ending, exit_code, ended = "torn_down", -int(getattr(signal, torn_down[pid])), agent_end_t
+            elif reported is not None:  # the launcher's own account of the process exit
+                ending = "signaled" if reported < 0 else "exited"
+                exit_code, ended = reported, events[-1].t
+            elif exited_itself:
+                ending, exit_code, ended = "exited", fields["exit_code"], events[-1].t
             elif hit_deadline:
                 ending, exit_code, ended = "killed_at_deadline", -int(signal.SIGKILL), end_t
             else:

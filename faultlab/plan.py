@@ -10,6 +10,9 @@ from .faults import FAULT_KINDS_BY_ID, NodeDraft, PlanDraft
 from .launch import LaunchPlan, NodeLaunch
 from .scenario import Scenario
 
+# Every simulated node talks over loopback: name it, rather than let gloo resolve the host
+# name (which may point at a LAN address) or NCCL skip "lo" as it does by default.
+LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 # How long past the job's own timeout a run may go before faultlab calls it hung.
 HANG_GRACE_S = 1.5
 # Workers that start as fresh interpreters (CUDA) first import torch and create a context.
@@ -68,6 +71,7 @@ def _draft(scenario: Scenario, backend: str, healthy: bool, extra_env: dict[str,
         ],
     )
     for node in draft.nodes:
+        node.env.update(LOOPBACK_ENV)
         node.env.update(scenario.env)
         node.env.update(extra_env or {})
     if not healthy:
@@ -118,4 +122,6 @@ def build_plan(
         deadline_s=(scenario.deadline_s or scenario.timeout_s + HANG_GRACE_S) + startup,
         occupy_master_port=draft.occupy_master_port,
         launcher=draft.launcher,
+        # CUDA cannot be initialized in a child forked from a process that imported torch.
+        worker_start="fork" if backend == "gloo" else "exec",
     )

@@ -177,7 +177,8 @@ class Recording:
     format: int
     scenario_id: str
     kind: Literal["run", "baseline"]
-    live: bool  # made by this faultlab on this store's host; False once imported or replayed
+    live: bool  # run live by this faultlab; False for a replay of a recording made elsewhere
+    source: str  # "live", or what was replayed and where it was recorded
     recorded_at: str  # ISO 8601, UTC
     environment: Environment
     backend: str

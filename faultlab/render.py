@@ -67,9 +67,11 @@ def symptom_lines(recording: Recording, width: int = 160) -> list[str]:
 def run_report(scenario: Scenario, recording: Recording, show_explanation: bool = True) -> str:
     capture = recording.capture
     topology = scenario.topology
+    how = "live" if recording.live else "replayed"
     out = [
         f"{scenario.id}: {scenario.title}",
-        f"live on {recording.backend}, {topology.nodes} node(s) x {topology.ranks_per_node} rank(s), "
+        *([] if recording.live else [recording.source]),
+        f"{how} on {recording.backend}, {topology.nodes} node(s) x {topology.ranks_per_node} rank(s), "
         f"timeout {capture.timeout_s:g}s, ran {capture.duration_s:.1f}s"
         + (f", debug knob: {recording.debug}" if recording.debug else ""),
         f"network: {capture.network}",

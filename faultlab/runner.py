@@ -12,8 +12,8 @@ import socket
 import uuid
 from pathlib import Path
 
-from . import compare, symptoms
-from .errors import BadInput
+from . import compare, recordings, symptoms
+from .errors import BadInput, EnvironmentProblem
 from .launch import launch
 from .plan import build_plan, choose_backend, gpus_on_host
 from .records import RECORDING_FORMAT, Capture, Environment, Recording
@@ -82,17 +82,31 @@ class RunOptions:
     fresh_baseline: bool = False  # run the baseline again instead of reusing the stored one
     keep_logs: Path | None = None  # copy every raw log here
     debug: str | None = None  # a DEBUG_KNOBS key
+    live_only: bool = False  # never replay a shipped recording
+    record_to: Path | None = None  # also write the run and its baseline as a recording file
+
+
+def _healthy_backend(scenario: Scenario, backend: str, host_gpus: int) -> tuple[str, str]:
+    """The backend of the healthy baseline, and why. A healthy NCCL run needs a GPU per rank;
+    with fewer, the baseline is a healthy gloo run of the same topology, never a made-up one."""
+    if backend == "nccl" and host_gpus < scenario.topology.world_size:
+        return "gloo", (
+            f"no healthy NCCL run of {scenario.topology.world_size} ranks fits on {host_gpus} GPU(s): "
+            "the baseline is a healthy gloo run of the same topology and the expected N(N-1)/2"
+        )
+    return backend, ""
 
 
 def baseline_for(
     scenario: Scenario, backend: str, host_gpus: int, env: Environment, store: Store, options: RunOptions
 ) -> Recording:
     """The healthy run of the scenario's topology on `backend`: stored, or run live now."""
+    backend, why = _healthy_backend(scenario, backend, host_gpus)
     topology = f"{scenario.topology.nodes}x{scenario.topology.ranks_per_node}"
     if not options.fresh_baseline:
         cached = store.latest_baseline(topology, backend, env.torch, env.host)
         if cached is not None and cached.reproduced:
-            return cached
+            return dataclasses.replace(cached, baseline_note=_join(cached.baseline_note, why))
     plan = build_plan(scenario, backend, healthy=True, host_gpus=host_gpus)
     keep = options.keep_logs / "baseline" if options.keep_logs else None
     capture = launch(plan, keep_logs=keep)
@@ -106,6 +120,7 @@ def baseline_for(
         scenario_id=f"baseline-{topology}",
         kind="baseline",
         live=True,
+        source="live",
         recorded_at=_now(),
         environment=env,
         backend=backend,
@@ -121,19 +136,54 @@ def baseline_for(
         reproduced=healthy,
     )
     store.save(recording)
-    return recording
+    return dataclasses.replace(recording, baseline_note=_join(recording.baseline_note, why))
+
+
+def _join(note: str, why: str) -> str:
+    return f"{note} ({why})" if why else note
 
 
 def run_scenario(scenario: Scenario, store: Store, options: RunOptions = RunOptions()) -> Recording:
-    """Run `scenario` live, compare it with the healthy baseline, store and return the recording."""
+    """Run `scenario` live, or replay its shipped recording where this host cannot run it.
+    The recording is compared with the healthy baseline, stored and returned."""
     extra_env = _debug_env(options.debug)
     host_gpus = gpus_on_host()
-    backend = choose_backend(scenario, host_gpus)
+    try:
+        backend = choose_backend(scenario, host_gpus)
+    except EnvironmentProblem as problem:
+        shipped = recordings.shipped_for(scenario.id)
+        if options.live_only or not shipped or options.debug:
+            reason = "--live refuses to replay" if options.live_only else (
+                "a replay cannot add a debug knob" if options.debug and shipped else "no shipped recording to replay")
+            raise EnvironmentProblem(f"{problem} ({reason})") from None
+        return replay(scenario, shipped[0], store)
     env = environment()
     baseline = baseline_for(scenario, backend, host_gpus, env, store, options)
     plan = build_plan(scenario, backend, host_gpus=host_gpus, extra_env=extra_env)
     capture = launch(plan, keep_logs=options.keep_logs / "run" if options.keep_logs else None)
-    return _record(scenario, capture, baseline, env, backend, options.debug, store)
+    recording = _record(scenario, capture, baseline, env, backend, options.debug, "live", True)
+    store.save(recording)
+    if options.record_to:
+        recordings.write(options.record_to, recording, baseline)
+    return recording
+
+
+def replay(scenario: Scenario, path: Path, store: Store) -> Recording:
+    """A shipped recording, evaluated again here exactly as a live capture would be."""
+    run, baseline = recordings.read(path)
+    if run.scenario_id != scenario.id:
+        raise BadInput(f"{path}: records scenario {run.scenario_id!r}, not {scenario.id!r}")
+    made = run.environment
+    gpus = f"{len(made.gpus)} x {made.gpus[0]}" if made.gpus else "no GPU"
+    source = (
+        f"REPLAY of {path.name}, recorded live {run.recorded_at} on {made.host} ({gpus}, "
+        f"driver {made.driver or 'unknown'}, torch {made.torch}, NCCL {made.nccl or '-'}); not run on this machine"
+    )
+    baseline = dataclasses.replace(baseline, symptoms=symptoms.match_capture(baseline.capture))
+    recording = _record(scenario, run.capture, baseline, made, run.backend, run.debug, source, False,
+                        baseline_note=run.baseline_note)
+    store.save(recording)
+    return recording
 
 
 def evaluate(scenario: Scenario, capture: Capture, baseline_capture: Capture, baseline_symptoms, backend: str):
@@ -147,16 +197,17 @@ def evaluate(scenario: Scenario, capture: Capture, baseline_capture: Capture, ba
     return found, comparison, expected, missing, reproduced
 
 
-def _record(scenario, capture, baseline, env, backend, debug, store) -> Recording:
+def _record(scenario, capture, baseline, env, backend, debug, source, live, baseline_note=None) -> Recording:
     found, comparison, expected, missing, reproduced = evaluate(
         scenario, capture, baseline.capture, baseline.symptoms, backend
     )
-    recording = Recording(
-        id=_new_id(scenario.id, "run"),
+    return Recording(
+        id=_new_id(scenario.id, "run" if live else "replay"),
         format=RECORDING_FORMAT,
         scenario_id=scenario.id,
         kind="run",
-        live=True,
+        live=live,
+        source=source,
         recorded_at=_now(),
         environment=env,
         backend=backend,
@@ -165,11 +216,9 @@ def _record(scenario, capture, baseline, env, backend, debug, store) -> Recordin
         symptoms=found,
         comparison=comparison,
         baseline_id=baseline.id,
-        baseline_note=f"{baseline.baseline_note}, recorded {baseline.recorded_at}",
+        baseline_note=baseline_note or f"{baseline.baseline_note}, recorded {baseline.recorded_at}",
         expected_signatures=expected,
         missing_signatures=missing,
         expected_verdict=scenario.expect.verdict,
         reproduced=reproduced,
     )
-    store.save(recording)
-    return recording

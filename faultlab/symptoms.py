@@ -176,7 +176,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "killed-by-signal",
         "A worker was killed by a signal",
-        r"exitcode\s*:\s*-(?:9|6|11)\b|Signal \d+ \(SIG[A-Z]+\) received by PID",
+        r"exitcode\s*:\s*-(?:9|6|11)\b|Signal (?:9|6|11) \(SIG[A-Z]+\) received by PID",
         "culprit",
         "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback.",
         ("launcher",),
