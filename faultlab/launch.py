@@ -420,6 +420,9 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
         reported_exit = {int(pid): int(code) for code, pid in _FAILURE_EXITCODE.findall(log)}
         agent_exit = agent.exitcode
         agent_end_t = processes.exit_times.get(node.index, end_t)
+        # A launcher still running at the deadline tore its workers down because faultlab
+        # killed it: those workers hung, whatever the launcher's log says.
+        killed_at_deadline = hit_deadline and node.index not in processes.exit_times
         nodes.append(
             NodeCapture(
                 node=node.index,
@@ -443,6 +446,8 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
             exited_itself = "exit_code" in fields
             if not events:
                 ending, exit_code, ended = "never_started", None, end_t
+            elif killed_at_deadline and not exited_itself and (reported is None or reported < 0):
+                ending, exit_code, ended = "killed_at_deadline", -int(signal.SIGKILL), end_t
             elif pid in torn_down and not exited_itself and (reported is None or reported < 0):
                 ending, exit_code, ended = "torn_down", -int(getattr(signal, torn_down[pid])), agent_end_t
             elif reported is not None:  # the launcher's own account of the process exit
@@ -450,8 +455,6 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
                 exit_code, ended = reported, events[-1].t
             elif exited_itself:
                 ending, exit_code, ended = "exited", fields["exit_code"], events[-1].t
-            elif hit_deadline:
-                ending, exit_code, ended = "killed_at_deadline", -int(signal.SIGKILL), end_t
             else:
                 ending, exit_code, ended = "torn_down", None, agent_end_t
             ranks.append(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import platform
+import re
 import socket
 import uuid
 from pathlib import Path
@@ -42,7 +43,9 @@ def environment() -> Environment:
     driver = None
     try:
         with open("/proc/driver/nvidia/version", encoding="utf-8") as version:
-            driver = version.readline().strip()
+            # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+            found = re.search(r"Kernel Module.*?\s(\d+\.\d+(?:\.\d+)?)\s", version.readline())
+            driver = found.group(1) if found else None
     except OSError:
         pass
     import torch.distributed as dist

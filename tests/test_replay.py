@@ -1,0 +1,72 @@
+"""GPU scenarios on a CPU machine: their shipped recordings, made live on a GPU, replayed."""
+
+import json
+
+import pytest
+
+from faultlab import recordings, runner
+from faultlab.errors import ExitCode
+
+from conftest import ROOT, host_gpus, load, shipped_scenarios
+
+GPU_SCENARIOS = [p for p in shipped_scenarios() if load(p).requires_gpus]
+RECORDING_FILES = sorted((ROOT / "recordings").glob("*.json"))
+
+
+def test_every_gpu_scenario_has_a_shipped_recording():
+    assert GPU_SCENARIOS
+    for path in GPU_SCENARIOS:
+        assert recordings.shipped_for(path.stem), f"{path.stem} has no recording to replay on CPU machines"
+
+
+@pytest.mark.parametrize("path", RECORDING_FILES, ids=[p.stem for p in RECORDING_FILES])
+def test_recording_was_made_live_on_a_gpu_and_says_where(path):
+    run, baseline = recordings.read(path)
+    assert run.live and run.source == "live"
+    made = run.environment
+    assert made.gpus and made.driver and made.nccl and made.torch and made.host
+    assert run.recorded_at and run.backend == "nccl"
+    assert (ROOT / "scenarios" / f"{run.scenario_id}.yaml").exists()
+    assert baseline.kind == "baseline" and baseline.reproduced
+
+
+@pytest.mark.parametrize("path", RECORDING_FILES, ids=[p.stem for p in RECORDING_FILES])
+def test_replay_reproduces_and_shows_the_culprit(path, store):
+    run, _ = recordings.read(path)
+    scenario = load(ROOT / "scenarios" / f"{run.scenario_id}.yaml")
+    replayed = runner.replay(scenario, path, store)
+    assert not replayed.live and replayed.source.startswith(f"REPLAY of {path.name}")
+    assert replayed.comparison.verdict == scenario.expect.verdict
+    assert replayed.reproduced, replayed.missing_signatures
+    culprit = scenario.answer.culprit
+    own_errors = [s for s in replayed.symptoms if s.role == "culprit" and s.local_rank is not None]
+    if culprit.kind == "rank":
+        assert {s.rank for s in own_errors} == {culprit.index}
+        assert culprit.index in replayed.comparison.deviating_ranks
+    elif culprit.kind == "node":
+        assert {s.node for s in own_errors} == {culprit.index}
+    elif scenario.expect.verdict != "healthy":
+        on_ranks = [s for s in replayed.symptoms if s.local_rank is not None and s.role != "victim"]
+        assert {s.id for s in on_ranks} >= set(scenario.expect.signatures), "a job-wide fault shows on the ranks"
+
+
+def test_cli_replays_missing_set_device_and_says_so(cli):
+    if host_gpus():
+        pytest.skip("this host has GPUs: the scenario runs live")
+    result = cli("run", "missing-set-device")
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "REPLAY of missing-set-device." in result.output and "not run on this machine" in result.output
+    assert "NVIDIA H200" in result.output
+    for rank in (0, 1):
+        assert f"[rank{rank}]: Duplicate GPU detected : rank {rank} and rank {1 - rank} both on CUDA device" in result.output
+
+
+def test_a_tampered_recording_is_refused(tmp_path, cli, monkeypatch):
+    document = json.loads((ROOT / "recordings" / "missing-set-device.h200x1.json").read_text())
+    document["run"]["capture"]["ranks"][0]["exit_code"] = "one"
+    (tmp_path / "missing-set-device.h200x1.json").write_text(json.dumps(document))
+    monkeypatch.setenv("FAULTLAB_RECORDINGS", str(tmp_path))
+    result = cli("run", "missing-set-device")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "run.capture.ranks[0].exit_code: expected int" in result.output
+    assert "Traceback" not in result.output
