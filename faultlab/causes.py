@@ -165,10 +165,10 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         id="wrong-reduce-op",
-        title="A wrong reduce op or dtype gives a silently wrong result",
+        title="A wrong reduce op gives a silently wrong result",
         what="The job runs and exits 0 on every rank, but the reduced value is not the sum it should be.",
         confirm="Only a comparison with the expected value shows it: every rank's value differs from N(N-1)/2.",
-        fix="Use ReduceOp.SUM (then divide if you want a mean) and a dtype that holds the values.",
+        fix="Use ReduceOp.SUM (then divide by the world size if you want a mean).",
         prevent="Unit-test collectives against a known answer; assert on the healthy baseline.",
     ),
     Cause(

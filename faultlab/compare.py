@@ -87,6 +87,28 @@ def compare(
                 how=tuple(how),
             )
         )
+    for reference in baseline.ranks:
+        if capture.rank_for_slot(reference.node, reference.local_rank) is None:
+            deltas.append(
+                RankDelta(
+                    node=reference.node,
+                    local_rank=reference.local_rank,
+                    rank=reference.rank if reference.rank is not None else reference.expected_rank,
+                    expected_value=expected,
+                    observed_value=None,
+                    baseline_ending=reference.ending,
+                    ending="absent",
+                    exit_code=None,
+                    last_phase="not launched",
+                    baseline_duration_s=_duration(reference),
+                    duration_s=None,
+                    waiting_in=None,
+                    waited_s=None,
+                    new_symptoms=(),
+                    deviates=True,
+                    how=("not launched: its node started fewer workers than the baseline's",),
+                )
+            )
     verdict = _verdict(capture, deltas, expected)
     first = _first_failure(capture)
     deviating = tuple(sorted({d.rank for d in deltas if d.deviates}))
@@ -96,7 +118,22 @@ def compare(
         deltas=tuple(deltas),
         first_failure=first,
         deviating_ranks=deviating,
+        launchers=_launcher_deviations(capture, baseline),
     )
+
+
+def _launcher_deviations(capture: Capture, baseline: Capture) -> tuple[str, ...]:
+    notes = []
+    for node in capture.nodes:
+        if node.exit_code == 0:
+            continue
+        if node.exit_code is None:
+            notes.append(f"node {node.node} launcher still running at the {capture.deadline_s:g}s deadline (killed)")
+        else:
+            notes.append(f"node {node.node} launcher exited {node.exit_code}")
+    if len(capture.nodes) != len(baseline.nodes):
+        notes.append(f"{len(capture.nodes)} launchers, baseline {len(baseline.nodes)}")
+    return tuple(notes)
 
 
 def _phase_of_failure(rank: RankCapture) -> str:
@@ -113,7 +150,7 @@ def _phase_of_failure(rank: RankCapture) -> str:
 def _verdict(capture: Capture, deltas: list[RankDelta], expected: float) -> str:
     if capture.hit_deadline or any(d.ending == "killed_at_deadline" for d in deltas):
         return "hung"
-    if any(d.ending != "exited" or d.exit_code != 0 for d in deltas) or any(
+    if any(d.ending not in ("exited", "absent") or d.exit_code not in (0, None) for d in deltas) or any(
         node.exit_code not in (0, None) for node in capture.nodes
     ):
         return "crashed"

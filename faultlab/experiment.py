@@ -168,7 +168,7 @@ def redirect_std_streams(stdout_path: Path, stderr_path: Path) -> None:
 
 def _reset_signal_handlers() -> None:
     """A forked worker inherits its launcher's handlers; a script starts with Python's own."""
-    for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGCHLD"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 

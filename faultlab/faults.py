@@ -188,12 +188,6 @@ def _reduce_op(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.patches.append(CodePatch("collective", replace=f"dist.all_reduce(x, op=dist.ReduceOp.{params['op']})\n"))
 
 
-def _wrong_dtype(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.patches.append(
-        CodePatch("tensor", replace=f"x = torch.ones(1, device=device, dtype=torch.{params['dtype']}) * rank\n")
-    )
-
-
 def _force_backend(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.patches.append(CodePatch("header", after=f"BACKEND = {params['backend']!r}  # hard-coded\n"))
 
@@ -351,15 +345,6 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         targets=("job",),
         apply=_reduce_op,
         params=(Param("op", str, "MAX", "the ReduceOp used", ("MAX", "MIN", "PRODUCT", "BAND", "BOR")),),
-    ),
-    FaultKind(
-        id="wrong-dtype",
-        summary="The tensor is built with a dtype that cannot hold the sum.",
-        cause="wrong-reduce-op",
-        layer="code",
-        targets=("job",),
-        apply=_wrong_dtype,
-        params=(Param("dtype", str, "bool", "the dtype used", ("bool", "int8", "uint8", "float16")),),
     ),
     FaultKind(
         id="force-backend",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 import signal
@@ -133,6 +134,7 @@ def _run_node_agent(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_di
         time.sleep(node.start_delay_s)
         if plan.launcher == "python":
             _run_without_launcher(plan, node, master_port, run_dir)
+        _note_worker_exits(Path(run_dir) / "ranks", node.index)
         exit_code = _launch_workers(plan, node, master_port, run_dir, run_id)
     except BaseException:  # what torchrun would print before exiting 1
         traceback.print_exc()
@@ -140,6 +142,30 @@ def _run_node_agent(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_di
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(exit_code)
+
+
+def _note_worker_exits(ranks_dir: Path, node: int) -> None:
+    """Record each worker's wait status (exit code, or the signal that killed it) the moment
+    it dies, next to its logs. The launcher reaps its workers and reports only the first
+    failure; waitid(WNOWAIT) reads the status and leaves the reaping to the launcher."""
+
+    def on_child_exit(signum, frame):
+        for events in ranks_dir.glob(f"node{node}-local*.events"):
+            status_file = events.with_suffix(".status")
+            if status_file.exists():
+                continue
+            try:
+                with open(events, encoding="utf-8") as lines:
+                    pid = int(json.loads(lines.readline())["pid"])
+                died = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except (OSError, ValueError, KeyError):  # not started, already reaped, or not ours
+                continue
+            if died is None:
+                continue
+            code = died.si_status if died.si_code == os.CLD_EXITED else -died.si_status
+            status_file.write_text(json.dumps({"code": code, "t": time.time()}), encoding="utf-8")
+
+    signal.signal(signal.SIGCHLD, on_child_exit)
 
 
 def _run_without_launcher(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_dir: str) -> None:
@@ -236,8 +262,6 @@ class _RunProcesses:
 
 
 def _started_worker_pids(ranks_dir: Path, node: int) -> list[int]:
-    import json
-
     pids = []
     for events in ranks_dir.glob(f"{experiment.slot_name(node, 0).rsplit('-', 1)[0]}-*.events"):
         with open(events, encoding="utf-8") as lines:
@@ -396,8 +420,6 @@ def _read_text(path: Path) -> str:
 
 
 def _read_events(path: Path, t0: float) -> tuple[tuple[PhaseEvent, ...], dict]:
-    import json
-
     events, start_fields = [], {}
     for line in _read_text(path).splitlines():
         try:
@@ -410,6 +432,28 @@ def _read_events(path: Path, t0: float) -> tuple[tuple[PhaseEvent, ...], dict]:
         if record["phase"] == "exit":
             start_fields["exit_code"] = record.get("code")
     return tuple(events), start_fields
+
+
+def launch_command(plan: LaunchPlan, node: NodeLaunch, master_port: int) -> str:
+    """The command line this node's launch stands for, with the environment the scenario set."""
+    env = " ".join(f"{key}={value}" for key, value in node.env if key != "CUDA_VISIBLE_DEVICES" or plan.backend == "nccl")
+    prefix = f"{env} " if env else ""
+    if plan.launcher == "python":
+        return f"{prefix}python {experiment.PROGRAM_NAME}"
+    return (
+        f"{prefix}torchrun --nnodes={node.nnodes} --nproc_per_node={node.nproc_per_node} "
+        f"--node_rank={node.node_rank} --master_addr={LOOPBACK} "
+        f"--master_port={master_port + node.master_port_offset} {experiment.PROGRAM_NAME}"
+    )
+
+
+def _read_status(path: Path, t0: float) -> tuple[int, float] | None:
+    """(wait status as an exit code, negative for a signal; seconds since launch), if noted."""
+    try:
+        status = json.loads(path.read_text(encoding="utf-8"))
+        return int(status["code"]), round(status["t"] - t0, 3)
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, processes, network) -> Capture:
@@ -430,6 +474,7 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
                 nnodes=node.nnodes,
                 nproc_per_node=node.nproc_per_node,
                 master_port=master_port + node.master_port_offset,
+                command=launch_command(plan, node, master_port),
                 log=log,
                 exit_code=None if hit_deadline and agent_exit in (None, -signal.SIGTERM, -signal.SIGKILL) else agent_exit,
                 env=dict(node.env),
@@ -442,17 +487,21 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
             pid = fields.get("pid")
             rank = int(fields["rank"]) if fields.get("rank") not in (None, "") else None
             values = [float(v) for r, v in _VALUE_LINE.findall(stdout) if rank is None or int(r) == rank]
-            reported = reported_exit.get(pid)
+            status = _read_status(stem.with_suffix(".status"), t0)
+            reported = status[0] if status else reported_exit.get(pid)
             exited_itself = "exit_code" in fields
+            died_after_deadline = status is None or status[1] >= plan.deadline_s
             if not events:
                 ending, exit_code, ended = "never_started", None, end_t
-            elif killed_at_deadline and not exited_itself and (reported is None or reported < 0):
-                ending, exit_code, ended = "killed_at_deadline", -int(signal.SIGKILL), end_t
-            elif pid in torn_down and not exited_itself and (reported is None or reported < 0):
-                ending, exit_code, ended = "torn_down", -int(getattr(signal, torn_down[pid])), agent_end_t
-            elif reported is not None:  # the launcher's own account of the process exit
-                ending = "signaled" if reported < 0 else "exited"
-                exit_code, ended = reported, events[-1].t
+            elif reported is not None and reported >= 0:
+                ending, exit_code, ended = "exited", reported, status[1] if status else events[-1].t
+            elif killed_at_deadline and died_after_deadline and not exited_itself:
+                ending, exit_code, ended = "killed_at_deadline", reported or -int(signal.SIGKILL), end_t
+            elif pid in torn_down and not exited_itself:
+                ending, exit_code = "torn_down", reported or -int(getattr(signal, torn_down[pid]))
+                ended = status[1] if status else agent_end_t
+            elif reported is not None:
+                ending, exit_code, ended = "signaled", reported, status[1] if status else events[-1].t
             elif exited_itself:
                 ending, exit_code, ended = "exited", fields["exit_code"], events[-1].t
             else:

@@ -13,6 +13,9 @@ from .scenario import Scenario
 # Every simulated node talks over loopback: name it, rather than let gloo resolve the host
 # name (which may point at a LAN address) or NCCL skip "lo" as it does by default.
 LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+# Variables torch reads once, when it is imported: a worker forked from a launcher that
+# imported torch without them would ignore them, so their runs start fresh interpreters.
+IMPORT_TIME_ENV = ("TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES", "TORCH_LOGS")
 # How long past the job's own timeout a run may go before faultlab calls it hung.
 HANG_GRACE_S = 1.5
 # Workers that start as fresh interpreters (CUDA) first import torch and create a context.
@@ -101,7 +104,11 @@ def build_plan(
             raise EnvironmentProblem("the nccl backend needs a GPU; this host has none")
         for node, visible in zip(draft.nodes, _gpu_slices(len(draft.nodes), draft.gpus_per_node, host_gpus)):
             node.env.setdefault("CUDA_VISIBLE_DEVICES", visible)
-    startup = 0.0 if backend == "gloo" else EXEC_STARTUP_ALLOWANCE_S
+    # CUDA cannot be initialized in a child forked from a process that imported torch.
+    fork = backend == "gloo" and not any(
+        key in node.env and os.environ.get(key) != node.env[key] for node in draft.nodes for key in IMPORT_TIME_ENV
+    )
+    startup = 0.0 if fork else EXEC_STARTUP_ALLOWANCE_S
     return LaunchPlan(
         backend=backend,
         program=experiment.render_program(backend, scenario.timeout_s, tuple(draft.patches)),
@@ -122,6 +129,5 @@ def build_plan(
         deadline_s=(scenario.deadline_s or scenario.timeout_s + HANG_GRACE_S) + startup,
         occupy_master_port=draft.occupy_master_port,
         launcher=draft.launcher,
-        # CUDA cannot be initialized in a child forked from a process that imported torch.
-        worker_start="fork" if backend == "gloo" else "exec",
+        worker_start="fork" if fork else "exec",
     )

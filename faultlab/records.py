@@ -16,6 +16,7 @@ Ending = Literal[
     "killed_at_deadline",  # still running at faultlab's deadline: it hung
     "never_started",  # its node's launcher never started it
 ]
+# A RankDelta's ending may also be "absent": the baseline has the slot, the run never launched it.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +76,7 @@ class NodeCapture:
     nnodes: int
     nproc_per_node: int
     master_port: int
+    command: str  # how this node's launcher was started, as a shell would show it
     log: str
     exit_code: int | None
     env: dict[str, str]  # the environment the scenario set on this node
@@ -149,6 +151,7 @@ class Comparison:
     deltas: tuple[RankDelta, ...]
     first_failure: str | None  # the slot that failed earliest, as the launcher would name it
     deviating_ranks: tuple[int, ...]
+    launchers: tuple[str, ...]  # how each node's launcher ended, where it differs from the baseline
 
 
 @dataclasses.dataclass(frozen=True)

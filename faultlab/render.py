@@ -15,6 +15,7 @@ ENDING_WORDS = {
     "torn_down": "torn down",
     "killed_at_deadline": "HUNG, killed",
     "never_started": "never started",
+    "absent": "not launched",
 }
 
 
@@ -49,6 +50,14 @@ def rank_table(recording: Recording) -> str:
     return tabulate(rows, headers=headers, tablefmt="simple")
 
 
+def launcher_table(recording: Recording) -> str:
+    rows = []
+    for node in recording.capture.nodes:
+        ended = "running at deadline, killed" if node.exit_code is None else f"exit {node.exit_code}"
+        rows.append([node.node, node.command, ended])
+    return tabulate(rows, headers=["node", "launched as", "ended"], tablefmt="simple")
+
+
 def symptom_lines(recording: Recording, width: int = 160) -> list[str]:
     """Each symptom with its line; a bare exception line already shown by a signature is left out."""
     shown = {(s.source, s.line) for s in recording.symptoms if s.id != "python-exception"}
@@ -79,6 +88,9 @@ def run_report(scenario: Scenario, recording: Recording, show_explanation: bool 
         "Ticket:",
         textwrap.indent(textwrap.fill(scenario.ticket, 96), "  "),
         "",
+        "Launchers:",
+        launcher_table(recording),
+        "",
         f"Per rank, against the healthy baseline ({recording.baseline_note}):",
         rank_table(recording),
         "",
@@ -86,6 +98,7 @@ def run_report(scenario: Scenario, recording: Recording, show_explanation: bool 
         *symptom_lines(recording),
         "",
         f"Verdict: {recording.comparison.summary}",
+        *[f"  {note}" for note in recording.comparison.launchers],
     ]
     if recording.reproduced:
         out.append(f"Reproduced: yes (expected {recording.expected_verdict}" + (

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from .errors import BadInput, EnvironmentProblem
-from .records import Recording
+from .records import RECORDING_FORMAT, Recording
 from .serial import RecordError, from_dict, to_dict
 
 DB_ENV = "FAULTLAB_DB"
@@ -22,6 +22,7 @@ SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS recordings (
     id TEXT PRIMARY KEY,
+    format INTEGER NOT NULL,
     scenario_id TEXT NOT NULL,
     kind TEXT NOT NULL,
     live INTEGER NOT NULL,
@@ -96,9 +97,10 @@ class Store:
 
     def _insert(self, db, recording: Recording) -> None:
         db.execute(
-            "INSERT OR REPLACE INTO recordings VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO recordings VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 recording.id,
+                recording.format,
                 recording.scenario_id,
                 recording.kind,
                 int(recording.live),
@@ -122,13 +124,13 @@ class Store:
     def latest_baseline(self, topology: str, backend: str, torch: str, host: str) -> Recording | None:
         row = self._db.execute(
             "SELECT body FROM recordings WHERE kind = 'baseline' AND topology = ? AND backend = ? "
-            "AND torch = ? AND host = ? ORDER BY recorded_at DESC LIMIT 1",
-            (topology, backend, torch, host),
+            "AND torch = ? AND host = ? AND format = ? ORDER BY recorded_at DESC LIMIT 1",
+            (topology, backend, torch, host, RECORDING_FORMAT),
         ).fetchone()
         return self._decode(row[0]) if row else None
 
     def recordings(self, scenario_id: str | None = None, kind: str | None = None) -> list[Recording]:
-        query, args = "SELECT body FROM recordings WHERE 1=1", []
+        query, args = "SELECT body FROM recordings WHERE format = ?", [RECORDING_FORMAT]
         if scenario_id:
             query, args = query + " AND scenario_id = ?", args + [scenario_id]
         if kind:

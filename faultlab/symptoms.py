@@ -70,16 +70,16 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "store-recv-failed",
         "Lost the connection to the TCPStore",
-        r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl|Connection reset by peer",
+        r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl",
         "victim",
         "The store's server (node 0's launcher) went away: usually torn down after another failure.",
     ),
     Signature(
         "connection-closed-by-peer",
-        "Peer closed the connection mid-collective",
-        r"Connection closed by peer",
+        "A peer's connection dropped mid-collective",
+        r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer",
         "victim",
-        "The rank on the other end of a gloo pair died or was torn down.",
+        "The rank on the other end of a gloo pair died or was torn down: find which one.",
     ),
     Signature(
         "collective-timeout",
@@ -133,7 +133,8 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "nccl-not-available",
         "The nccl backend is not available here",
-        r"doesn't have NCCL built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver",
+        r"doesn't have NCCL built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
+        r"|ProcessGroupNCCL is only supported with GPUs",
         "culprit",
         "nccl was requested on a host (or a torch build) without CUDA GPUs.",
     ),
@@ -150,6 +151,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Detected mismatch between collectives on ranks|Mismatch between collective",
         "culprit",
         "Ranks called different collectives or shapes; the message names both sides.",
+    ),
+    Signature(
+        "monitored-barrier-missing-ranks",
+        "DETAIL's monitored barrier names the ranks that never arrived",
+        r"Ranks? [\d, ]+ failed to pass monitoredBarrier",
+        "victim",
+        "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
     ),
     Signature(
         "size-mismatch",
