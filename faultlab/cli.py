@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .errors import ExitCode, FaultlabError
+from .errors import BadInput, ExitCode, FaultlabError
 
 
 class _Group(click.Group):
@@ -55,8 +55,9 @@ def main(ctx, db):
 
 
 @main.command()
-@click.argument("scenario")
-@click.option("--json", "as_json", is_flag=True, help="Print the whole recording as JSON.")
+@click.argument("scenario", required=False)
+@click.option("--all", "run_all", is_flag=True, help="Run the whole catalog, one scenario after another, with progress.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole recording (with --all: a summary) as JSON.")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Keep the raw per-rank logs in this directory.")
 @click.option("--fresh-baseline", is_flag=True, help="Run the healthy baseline again instead of reusing the stored one.")
 @click.option("--debug", "debug", metavar="KNOB", help="Re-run with a debug knob: detail, cpp-info, nccl-info, nccl-trace.")
@@ -65,17 +66,29 @@ def main(ctx, db):
 @click.option("--record-to", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the run and its baseline as a recording file in this directory.")
 @click.pass_context
-def run(ctx, scenario, as_json, logs, fresh_baseline, debug, no_explain, live_only, record_to):
+def run(ctx, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, live_only, record_to):
     """Run SCENARIO (an id or a YAML file) live and compare it with the healthy baseline.
 
     Where this host cannot run it (a GPU scenario without the GPUs), the scenario's shipped
-    recording is replayed instead, and labelled as a replay."""
+    recording is replayed instead, and labelled as a replay. With --all, every scenario of
+    the catalog runs (GPU ones live or replayed), with a line of progress each."""
     from . import render, runner, scenario as scenarios
     from .serial import to_dict
 
-    loaded = scenarios.resolve(scenario)
+    if run_all == bool(scenario):
+        raise BadInput("give either a SCENARIO or --all")
     options = runner.RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
                                 live_only=live_only, record_to=record_to)
+    if run_all:
+        catalog = scenarios.load_all()
+        with _store(ctx) as store:
+            results = runner.run_suite(catalog, store, options, progress=None if as_json else click.echo)
+        if as_json:
+            _emit_json([render.suite_row(item, recording, seconds) for item, recording, seconds in results])
+        else:
+            click.echo("\n" + render.suite_summary(results))
+        ctx.exit(int(ExitCode.OK if all(r.reproduced for _, r, _ in results) else ExitCode.NOT_REPRODUCED))
+    loaded = scenarios.resolve(scenario)
     with _store(ctx) as store:
         recording = runner.run_scenario(loaded, store, options)
     if as_json:

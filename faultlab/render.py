@@ -126,3 +126,32 @@ def baseline_report(recording: Recording) -> str:
         f"Healthy baseline, {recording.baseline_note}: {state}, ran {recording.capture.duration_s:.1f}s",
         tabulate(rows, headers=["rank", "node/local", "value", "ended", "time s"]),
     ])
+
+
+def suite_row(scenario: Scenario, recording: Recording, seconds: float) -> dict:
+    return {
+        "id": scenario.id,
+        "cause": scenario.answer.cause,
+        "live": recording.live,
+        "verdict": recording.comparison.verdict,
+        "expected": recording.expected_verdict,
+        "reproduced": recording.reproduced,
+        "missing_signatures": list(recording.missing_signatures),
+        "seconds": round(seconds, 2),
+        "timeout_s": scenario.timeout_s,
+    }
+
+
+def suite_summary(results) -> str:
+    reproduced = sum(1 for _, recording, _ in results if recording.reproduced)
+    live = sum(1 for _, recording, _ in results if recording.live)
+    total = sum(seconds for _, _, seconds in results)
+    budget = sum(scenario.timeout_s + 2 for scenario, _, _ in results)
+    failed = [scenario.id for scenario, recording, _ in results if not recording.reproduced]
+    lines = [
+        f"{reproduced} of {len(results)} scenarios reproduced ({live} live, {len(results) - live} replayed) "
+        f"in {total:.0f}s (sum of timeouts + 2s each: {budget:.0f}s)"
+    ]
+    if failed:
+        lines.append("not reproduced: " + ", ".join(failed))
+    return "\n".join(lines)

@@ -225,3 +225,25 @@ def _record(scenario, capture, baseline, env, backend, debug, source, live, base
         expected_verdict=scenario.expect.verdict,
         reproduced=reproduced,
     )
+
+
+def run_suite(catalog, store: Store, options: RunOptions = RunOptions(), progress=None):
+    """Every scenario of `catalog` in turn; returns (scenario, recording, seconds) triples.
+    `progress`, if given, receives one line per scenario as it finishes."""
+    import time
+
+    results = []
+    for index, scenario in enumerate(catalog, 1):
+        started = time.monotonic()
+        scenario_options = dataclasses.replace(
+            options, keep_logs=options.keep_logs / scenario.id if options.keep_logs else None
+        )
+        recording = run_scenario(scenario, store, scenario_options)
+        seconds = time.monotonic() - started
+        results.append((scenario, recording, seconds))
+        if progress:
+            how = "live" if recording.live else "replay"
+            state = "reproduced" if recording.reproduced else "NOT REPRODUCED"
+            progress(f"[{index:2}/{len(catalog)}] {scenario.id:24} {how:6} {recording.comparison.verdict:14} "
+                     f"{state:15} {seconds:5.1f}s")
+    return results
