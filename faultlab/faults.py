@@ -129,10 +129,6 @@ def _socket_ifname(draft: PlanDraft, target: Target, params: dict) -> None:
         node.env[variable] = params["ifname"]
 
 
-def _launch_nnodes(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.nodes[target.index].nnodes = params["nnodes"]
-
-
 def _launch_nproc(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.nodes[target.index].nproc_per_node = params["nproc_per_node"]
 
@@ -253,15 +249,6 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
             Param("variable", str, "", "GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME (default: the backend's)",
                   ("", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")),
         ),
-    ),
-    FaultKind(
-        id="launch-nnodes",
-        summary="A node's launcher is given another --nnodes.",
-        cause="world-size-mismatch",
-        layer="launch",
-        targets=("node",),
-        apply=_launch_nnodes,
-        params=(Param("nnodes", int, 3, "the --nnodes this node is launched with"),),
     ),
     FaultKind(
         id="launch-nproc",
