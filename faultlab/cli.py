@@ -216,5 +216,230 @@ def causes(as_json):
     click.echo(tabulate([[c.id, c.title] for c in CAUSES], headers=["cause", "title"]))
 
 
+def _trainee(name: str | None) -> str:
+    import getpass
+    import os
+
+    return name or os.environ.get("FAULTLAB_TRAINEE") or getpass.getuser()
+
+
+def _used(text: str | None) -> dict[str, int]:
+    """'hint=1,log=2' -> {'hint': 1, 'log': 2}."""
+    used = {}
+    for item in filter(None, (text or "").split(",")):
+        kind, _, count = item.partition("=")
+        if not count.strip().isdigit():
+            raise BadInput(f"--used {text!r}: write KIND=COUNT pairs, e.g. hint=1,log=2")
+        used[kind.strip()] = int(count)
+    return used
+
+
+def _diagnosis_from(data: dict, where: str):
+    from .score import Diagnosis, check_cause, parse_culprit, parse_ranks
+
+    if not isinstance(data, dict):
+        raise BadInput(f"{where}: expected a mapping with cause, culprit, ranks, fix")
+    unknown = set(data) - {"cause", "culprit", "ranks", "fix", "used"}
+    if unknown:
+        raise BadInput(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: cause, culprit, ranks, fix, used)")
+    missing = [key for key in ("cause", "culprit", "fix") if key not in data]
+    if missing:
+        raise BadInput(f"{where}: missing {missing[0]!r}")
+    used = data.get("used", {})
+    if not isinstance(used, dict) or not all(isinstance(v, int) and v >= 0 for v in used.values()):
+        raise BadInput(f"{where}.used: expected a mapping of help kinds to counts")
+    try:
+        diagnosis = Diagnosis(
+            cause=check_cause(str(data["cause"])),
+            culprit=parse_culprit(str(data["culprit"])),
+            ranks=parse_ranks(data.get("ranks", [])),
+            fix=str(data["fix"]),
+        )
+    except BadInput as error:
+        raise BadInput(f"{where}: {error}") from None
+    return diagnosis, dict(used)
+
+
+def _interactive_drill(session) -> tuple:
+    """The trainee's loop: ask for evidence, then answer. Returns the diagnosis."""
+    from .causes import CAUSES
+    from .score import Diagnosis, check_cause, parse_culprit, parse_ranks
+
+    click.echo(session.briefing())
+    click.echo("\nAsk for evidence or answer:\n" + session.menu())
+    while True:
+        command = click.prompt("\ndrill", default="answer", show_default=False).strip()
+        verb, _, argument = command.partition(" ")
+        try:
+            if verb == "answer":
+                break
+            if verb == "log":
+                click.echo(session.rank_log(int(argument)))
+            elif verb == "launcher":
+                click.echo(session.launcher(int(argument)))
+            elif verb == "symptoms":
+                click.echo(session.symptoms())
+            elif verb == "hint":
+                click.echo(session.hint())
+            elif verb == "debug":
+                click.echo(session.debug(argument.strip()))
+            elif verb == "causes":
+                click.echo("\n".join(f"  {i:2}. {c.id}: {c.title}" for i, c in enumerate(CAUSES, 1)))
+            else:
+                click.echo(session.menu())
+        except ValueError:
+            click.echo(f"{verb} needs a number, e.g. '{verb} 0'")
+        except FaultlabError as error:
+            click.echo(f"faultlab: {error}")
+
+    def ask(prompt, convert, **kwargs):
+        while True:
+            try:
+                return convert(click.prompt(prompt, **kwargs))
+            except FaultlabError as error:
+                click.echo(f"faultlab: {error}")
+
+    def cause_of(text):
+        text = text.strip()
+        if text.isdigit() and 1 <= int(text) <= len(CAUSES):
+            return CAUSES[int(text) - 1].id
+        return check_cause(text)
+
+    return Diagnosis(
+        cause=ask("Cause (id, or its number in `causes`)", cause_of),
+        culprit=ask("Culprit (rank N, node N, or job)", parse_culprit),
+        ranks=ask("Ranks that deviate from a healthy run (e.g. 0,2,3; empty for none)", parse_ranks, default=""),
+        fix=ask("Fix", str),
+    )
+
+
+@main.command()
+@click.argument("scenario", required=False)
+@click.option("--pack", help="Drill every scenario of this pack (see packs.yaml), or pick from it with --random.")
+@click.option("--random", "pick_random", is_flag=True, help="Pick a scenario at random.")
+@click.option("--seed", type=int, help="Seed for --random, to repeat a pick.")
+@click.option("--trainee", help="Who is drilled (default: $FAULTLAB_TRAINEE, else your user name).")
+@click.option("--replay", is_flag=True, help="Replay a recording (the store's newest, else a shipped one) instead of running live.")
+@click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Diagnosis from a YAML file (cause, culprit, ranks, fix, used); for a pack, a mapping by scenario id.")
+@click.option("--cause", help="Non-interactive: the cause id.")
+@click.option("--culprit", help="Non-interactive: 'rank N', 'node N' or 'job'.")
+@click.option("--ranks", help="Non-interactive: the deviating ranks, e.g. 0,1,3.")
+@click.option("--fix", help="Non-interactive: the fix, in words.")
+@click.option("--used", help="Non-interactive: help already taken, e.g. hint=1,log=2 (each costs points).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.pass_context
+def drill(ctx, scenario, pack, pick_random, seed, trainee, replay, answers_file, cause, culprit, ranks, fix, used, as_json):
+    """Drill a trainee: a broken job's ticket and evidence, a diagnosis, a score.
+
+    Interactive by default. Give --answers FILE, or --cause/--culprit/--ranks/--fix, to
+    answer without prompts (automation, tests)."""
+    from . import drill as drills
+    from . import scenario as scenarios
+    from .serial import to_dict
+
+    chosen = drills.choose(scenario, pack, pick_random, seed)
+    flags = {"cause": cause, "culprit": culprit, "fix": fix}
+    non_interactive = answers_file is not None or any(v is not None for v in flags.values()) or ranks is not None
+    answers = None
+    if answers_file is not None:
+        data = scenarios.read_yaml(answers_file)
+        single = isinstance(data, dict) and "cause" in data
+        answers = {item.id: (data, str(answers_file)) for item in chosen} if single else {
+            item.id: ((data or {}).get(item.id), f"{answers_file}: {item.id}") for item in chosen
+        }
+        for item_id, (entry, where) in answers.items():
+            if entry is None:
+                raise BadInput(f"{answers_file}: no answers for {item_id}")
+            answers[item_id] = _diagnosis_from(entry, where)
+    elif non_interactive:
+        data = {key: value for key, value in flags.items() if value is not None}
+        data["ranks"] = ranks or ""
+        data["used"] = _used(used)
+        answers = {item.id: _diagnosis_from(data, "options") for item in chosen}
+    who = _trainee(trainee)
+    results = []
+    with _store(ctx) as store:
+        for item in chosen:
+            session = drills.DrillSession.start(item, store, replay=replay)
+            if answers is not None:
+                diagnosis, taken = answers[item.id]
+                session.used.update(taken)
+            else:
+                diagnosis = _interactive_drill(session)
+            result, _ = session.finish(diagnosis, who, pack)
+            results.append(result)
+            if as_json:
+                continue
+            if answers is not None:
+                click.echo(session.briefing() + "\n")
+            click.echo("\n" + session.debrief(result) + "\n")
+    if as_json:
+        _emit_json([to_dict(result) for result in results])
+    elif len(results) > 1:
+        total = sum(r.total for r in results)
+        click.echo(f"{who}: {total:g} / {sum(r.max for r in results)} over {len(results)} drills")
+
+
+@main.command()
+@click.option("--trainee", help="One trainee's history instead of the leaderboard.")
+@click.option("--pack", help="Only drills of this pack.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def scores(ctx, trainee, pack, as_json):
+    """The leaderboard and per-cause weak spots (or one trainee's history)."""
+    from tabulate import tabulate
+
+    from .serial import to_dict
+
+    with _store(ctx) as store:
+        if trainee:
+            history = store.drills(trainee=trainee, pack=pack)
+            spots = store.weak_spots(pack=pack, trainee=trainee)
+            if as_json:
+                _emit_json({"history": [to_dict(d) for d in history], "weak_spots": spots})
+                return
+            click.echo(tabulate([[d.started_at, d.scenario_id, d.pack or "-", "replay" if d.replay else "live",
+                                  f"{d.total:g}/{d.max}", d.seconds] for d in history],
+                                headers=["when", "scenario", "pack", "run", "score", "seconds"]))
+        else:
+            board = store.leaderboard(pack=pack)
+            spots = store.weak_spots(pack=pack)
+            if as_json:
+                _emit_json({"leaderboard": board, "weak_spots": spots})
+                return
+            click.echo(tabulate(board, headers=["trainee", "drills", "mean", "best", "last played"]))
+        click.echo("\nWeak spots by cause (weakest first):")
+        click.echo(tabulate(spots, headers=["cause", "drills", "cause right %", "culprit right %", "mean score"]))
+
+
+@main.command(name="export")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--scenario", "scenario_ids", multiple=True, help="Only recordings (and drills) of this scenario.")
+@click.option("--trainee", "trainees", multiple=True, help="Only drills of this trainee.")
+@click.pass_context
+def export_bundle(ctx, output, scenario_ids, trainees):
+    """Write recordings and drill scores to a portable bundle file."""
+    from . import bundle
+
+    with _store(ctx) as store:
+        recordings, drills = bundle.export(store, output, tuple(scenario_ids), tuple(trainees))
+    click.echo(f"{output}: {recordings} recordings, {drills} drills")
+
+
+@main.command(name="import")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def import_bundle(ctx, path):
+    """Add a bundle's recordings and drills to the store: all of it, or nothing if it is invalid."""
+    from . import bundle
+
+    recordings, drills = bundle.read(path)
+    with _store(ctx) as store:
+        new_recordings, new_drills = store.import_bundle(recordings, drills)
+    click.echo(f"{path}: {new_recordings} new recordings, {new_drills} new drills "
+               f"({len(recordings) - new_recordings + len(drills) - new_drills} already there)")
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,15 +19,15 @@ ENDING_WORDS = {
 }
 
 
-def _ending(ending: str, code: int | None) -> str:
+def ending_text(ending: str, code: int | None) -> str:
     return ENDING_WORDS[ending].format(code=code, signal=-code if code else "?")
 
 
-def _value(value: float | None) -> str:
+def value_text(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def _seconds(value: float | None) -> str:
+def seconds_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
@@ -39,10 +39,10 @@ def rank_table(recording: Recording) -> str:
             [
                 delta.rank,
                 f"{delta.node}/{delta.local_rank}",
-                f"{_value(delta.observed_value)} ({delta.expected_value:g})",
-                _ending(delta.ending, delta.exit_code),
+                f"{value_text(delta.observed_value)} ({delta.expected_value:g})",
+                ending_text(delta.ending, delta.exit_code),
                 delta.last_phase,
-                f"{_seconds(delta.duration_s)} ({_seconds(delta.baseline_duration_s)})",
+                f"{seconds_text(delta.duration_s)} ({seconds_text(delta.baseline_duration_s)})",
                 "; ".join(delta.how) if delta.deviates else "ok",
             ]
         )
@@ -117,8 +117,8 @@ def run_report(scenario: Scenario, recording: Recording, show_explanation: bool 
 
 def baseline_report(recording: Recording) -> str:
     rows = [
-        [rank.rank, f"{rank.node}/{rank.local_rank}", _value(rank.value), _ending(rank.ending, rank.exit_code),
-         _seconds(rank.end_t - rank.start_t if rank.start_t is not None else None)]
+        [rank.rank, f"{rank.node}/{rank.local_rank}", value_text(rank.value), ending_text(rank.ending, rank.exit_code),
+         seconds_text(rank.end_t - rank.start_t if rank.start_t is not None else None)]
         for rank in recording.capture.ranks
     ]
     state = "healthy" if recording.reproduced else "NOT HEALTHY"

@@ -176,15 +176,35 @@ def replay(scenario: Scenario, path: Path, store: Store) -> Recording:
     run, baseline = recordings.read(path)
     if run.scenario_id != scenario.id:
         raise BadInput(f"{path}: records scenario {run.scenario_id!r}, not {scenario.id!r}")
+    return _replay(scenario, run, baseline, path.name, store)
+
+
+def replay_stored_or_shipped(scenario: Scenario, store: Store) -> Recording:
+    """A replay of the newest live run of `scenario` in the store, else of its shipped recording."""
+    stored = [r for r in store.recordings(scenario.id, kind="run") if r.live and r.baseline_id]
+    if stored:
+        run = stored[-1]
+        return _replay(scenario, run, store.get(run.baseline_id), f"recording {run.id}", store)
+    shipped = recordings.shipped_for(scenario.id)
+    if not shipped:
+        raise EnvironmentProblem(f"no recording of {scenario.id!r} to replay: run it live first")
+    return replay(scenario, shipped[0], store)
+
+
+def _replay(scenario: Scenario, run: Recording, baseline: Recording, name: str, store: Store) -> Recording:
     made = run.environment
     gpus = f"{len(made.gpus)} x {made.gpus[0]}" if made.gpus else "no GPU"
     source = (
-        f"REPLAY of {path.name}, recorded live {run.recorded_at} on {made.host} ({gpus}, "
-        f"driver {made.driver or 'unknown'}, torch {made.torch}, NCCL {made.nccl or '-'}); not run on this machine"
+        f"REPLAY of {name}, recorded live {run.recorded_at} on {made.host} ({gpus}, "
+        f"driver {made.driver or '-'}, torch {made.torch}, NCCL {made.nccl or '-'}); not run on this machine"
     )
-    baseline = dataclasses.replace(baseline, symptoms=symptoms.match_capture(baseline.capture))
+    baseline = dataclasses.replace(
+        baseline, symptoms=symptoms.match_capture(baseline.capture), live=False,
+        source=f"baseline of the replayed {name}, recorded live {baseline.recorded_at} on {baseline.environment.host}",
+    )
     recording = _record(scenario, run.capture, baseline, made, run.backend, run.debug, source, False,
                         baseline_note=run.baseline_note)
+    store.save(baseline)  # the replay's evidence travels with it (export); never a local baseline
     store.save(recording)
     return recording
 

@@ -17,6 +17,7 @@ from .errors import BadInput
 from .faults import FAULT_KINDS_BY_ID, Target
 
 SCENARIOS_ENV = "FAULTLAB_SCENARIOS"
+PACKS_FILE = "packs.yaml"  # drill packs, beside the scenarios
 BACKENDS = ("auto", "gloo", "nccl")
 VERDICTS = ("healthy", "wrong-result", "crashed", "hung", "warnings-only")
 # Environment a scenario may set: exact names and prefixes. Never PATH, LD_*, PYTHON*.
@@ -125,11 +126,29 @@ def scenario_files() -> list[Path]:
     directory = scenarios_dir()
     if not directory.is_dir():
         raise BadInput(f"{directory}: scenario directory not found (set {SCENARIOS_ENV})")
-    return sorted(directory.glob("*.yaml"))
+    return sorted(path for path in directory.glob("*.yaml") if path.name != PACKS_FILE)
 
 
 def load_all() -> list[Scenario]:
     return [load_file(path) for path in scenario_files()]
+
+
+def load_packs() -> dict[str, tuple[str, ...]]:
+    """Drill packs: name -> scenario ids, from packs.yaml beside the scenarios."""
+    path = scenarios_dir() / PACKS_FILE
+    data = read_yaml(path)
+    known = {p.stem for p in scenario_files()}
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: top level: expected a mapping of pack names to scenario lists")
+    packs = {}
+    for name, ids in data.items():
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise BadInput(f"{path}: {name}: expected a list of scenario ids")
+        for position, scenario_id in enumerate(ids):
+            if scenario_id not in known:
+                raise BadInput(f"{path}: {name}[{position}]: unknown scenario {scenario_id!r}")
+        packs[str(name)] = tuple(ids)
+    return packs
 
 
 def resolve(name: str) -> Scenario:
@@ -143,7 +162,8 @@ def resolve(name: str) -> Scenario:
     raise BadInput(f"unknown scenario {name!r} (known: {known})")
 
 
-def load_file(path: Path) -> Scenario:
+def read_yaml(path: Path):
+    """The data of a YAML file (safe_load); BadInput names the file and the line at fault."""
     import yaml
 
     try:
@@ -153,13 +173,16 @@ def load_file(path: Path) -> Scenario:
     except (OSError, UnicodeDecodeError) as error:
         raise BadInput(f"{path}: cannot read: {error}") from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise BadInput(f"{path}: not valid YAML{where}: {problem}") from None
-    return parse(data, str(path))
+
+
+def load_file(path: Path) -> Scenario:
+    return parse(read_yaml(path), str(path))
 
 
 # ---------------------------------------------------------------------------------------

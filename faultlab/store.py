@@ -38,6 +38,21 @@ CREATE TABLE IF NOT EXISTS recordings (
 CREATE INDEX IF NOT EXISTS recordings_baseline
     ON recordings (kind, topology, backend, torch, host, recorded_at);
 CREATE INDEX IF NOT EXISTS recordings_scenario ON recordings (scenario_id, recorded_at);
+CREATE TABLE IF NOT EXISTS drills (
+    id TEXT PRIMARY KEY,
+    trainee TEXT NOT NULL,
+    pack TEXT,
+    scenario_id TEXT NOT NULL,
+    cause TEXT NOT NULL,
+    cause_right INTEGER NOT NULL,
+    culprit_right INTEGER NOT NULL,
+    total REAL NOT NULL,
+    max INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    started_at TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS drills_trainee ON drills (trainee, started_at);
 """
 
 
@@ -124,7 +139,7 @@ class Store:
     def latest_baseline(self, topology: str, backend: str, torch: str, host: str) -> Recording | None:
         row = self._db.execute(
             "SELECT body FROM recordings WHERE kind = 'baseline' AND topology = ? AND backend = ? "
-            "AND torch = ? AND host = ? AND format = ? ORDER BY recorded_at DESC LIMIT 1",
+            "AND torch = ? AND host = ? AND format = ? AND live = 1 ORDER BY recorded_at DESC LIMIT 1",
             (topology, backend, torch, host, RECORDING_FORMAT),
         ).fetchone()
         return self._decode(row[0]) if row else None
@@ -136,6 +151,71 @@ class Store:
         if kind:
             query, args = query + " AND kind = ?", args + [kind]
         return [self._decode(row[0]) for row in self._db.execute(query + " ORDER BY recorded_at", args)]
+
+    # --- drills ----------------------------------------------------------------------------
+
+    def save_drill(self, drill) -> None:
+        with self.transaction() as db:
+            self._insert_drill(db, drill)
+
+    def _insert_drill(self, db, drill) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO drills VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (drill.id, drill.trainee, drill.pack, drill.scenario_id, drill.cause,
+             int(drill.score_cause > 0), int(drill.score_culprit > 0), drill.total, drill.max,
+             drill.seconds, drill.started_at, json.dumps(to_dict(drill))),
+        )
+
+    def drills(self, trainee: str | None = None, pack: str | None = None) -> list:
+        from .drill import DrillResult
+
+        query, args = "SELECT body FROM drills WHERE 1=1", []
+        if trainee:
+            query, args = query + " AND trainee = ?", args + [trainee]
+        if pack:
+            query, args = query + " AND pack = ?", args + [pack]
+        rows = self._db.execute(query + " ORDER BY started_at, id", args)
+        return [from_dict(DrillResult, json.loads(row[0]), "drill") for row in rows]
+
+    def leaderboard(self, pack: str | None = None) -> list[tuple]:
+        """(trainee, drills, mean score, best, last played) per trainee, best mean first."""
+        where, args = ("WHERE pack = ?", [pack]) if pack else ("", [])
+        return self._db.execute(
+            f"SELECT trainee, COUNT(*), ROUND(AVG(total), 1), MAX(total), MAX(started_at) FROM drills {where} "
+            "GROUP BY trainee ORDER BY AVG(total) DESC, trainee",
+            args,
+        ).fetchall()
+
+    def weak_spots(self, pack: str | None = None, trainee: str | None = None) -> list[tuple]:
+        """(cause, drills, cause named right %, culprit right %, mean score) per cause, weakest first."""
+        clauses, args = [], []
+        for column, value in (("pack", pack), ("trainee", trainee)):
+            if value:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        return self._db.execute(
+            f"SELECT cause, COUNT(*), ROUND(100.0 * AVG(cause_right)), ROUND(100.0 * AVG(culprit_right)), "
+            f"ROUND(AVG(total), 1) FROM drills {where} GROUP BY cause ORDER BY AVG(total), cause",
+            args,
+        ).fetchall()
+
+    # --- bundles -----------------------------------------------------------------------------
+
+    def import_bundle(self, recordings: list[Recording], drills: list) -> tuple[int, int]:
+        """Add every record in one transaction (all or nothing); returns how many were new."""
+        with self.transaction() as db:
+            new_recordings = sum(
+                1 for r in recordings if not db.execute("SELECT 1 FROM recordings WHERE id = ?", (r.id,)).fetchone()
+            )
+            new_drills = sum(
+                1 for d in drills if not db.execute("SELECT 1 FROM drills WHERE id = ?", (d.id,)).fetchone()
+            )
+            for recording in recordings:
+                self._insert(db, recording)
+            for drill in drills:
+                self._insert_drill(db, drill)
+        return new_recordings, new_drills
 
     def _decode(self, body: str) -> Recording:
         try:

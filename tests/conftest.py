@@ -13,7 +13,7 @@ TEST_SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
 def shipped_scenarios():
-    return sorted((ROOT / "scenarios").glob("*.yaml"))
+    return scenarios.scenario_files()
 
 
 @pytest.fixture(scope="session")
