@@ -6,7 +6,7 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast bench clean
+.PHONY: run test test-fast bench runbook-example clean
 
 $(BIN)/faultlab: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ test-fast: $(BIN)/faultlab  ## everything but the live launches
 
 bench: $(BIN)/faultlab
 	$(BIN)/python benchmarks/bench_launch.py
+	$(BIN)/python benchmarks/bench_suite.py
+
+runbook-example: $(BIN)/faultlab  ## docs/runbook-example.{md,html} from a fresh live run of the catalog
+	db=$$(mktemp -d)/runbook.db; \
+	$(BIN)/faultlab --db $$db run --all --no-explain && \
+	$(BIN)/faultlab --db $$db runbook -o docs/runbook-example.md && \
+	$(BIN)/faultlab --db $$db runbook --format html -o docs/runbook-example.html; \
+	status=$$?; rm -rf $$(dirname $$db); exit $$status
 
 clean:
 	rm -rf $(VENV) *.egg-info

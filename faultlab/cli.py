@@ -441,5 +441,45 @@ def import_bundle(ctx, path):
                f"({len(recordings) - new_recordings + len(drills) - new_drills} already there)")
 
 
+@main.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "html"]), default="markdown", show_default=True)
+@click.option("--cause", "causes", multiple=True, help="Only recordings of scenarios of this cause.")
+@click.option("--platform", type=click.Choice(["cpu", "gpu"]), help="Only recordings made on this platform.")
+@click.option("--recording", "recording_ids", multiple=True, help="Only these recordings (ids from `run`).")
+@click.pass_context
+def runbook(ctx, output, fmt, causes, platform, recording_ids):
+    """Write the runbook (symptom -> cause -> check -> fix) from the recordings in the store."""
+    from . import runbook as runbooks
+    from . import scenario as scenarios
+
+    cause_of = {item.id: item.answer.cause for item in scenarios.load_all()}
+    with _store(ctx) as store:
+        if recording_ids:
+            chosen = [store.get(recording_id) for recording_id in recording_ids]
+        else:
+            chosen = store.recordings(kind="run")
+        chosen = [r for r in chosen if (not causes or cause_of.get(r.scenario_id) in causes)
+                  and (not platform or runbooks.platform_of(r) == platform)]
+        if not chosen:
+            raise BadInput("no recordings match: run some scenarios first (`faultlab run --all`)")
+        baselines = {}
+        for recording in chosen:
+            if recording.baseline_id:
+                try:
+                    baselines[recording.id] = store.get(recording.baseline_id)
+                except BadInput:  # imported without its baseline: the timeline stands alone
+                    pass
+    book = runbooks.build(chosen, baselines, cause_of)
+    text = runbooks.to_html(book) if fmt == "html" else runbooks.to_markdown(book)
+    if output is None:
+        click.echo(text)
+        return
+    temporary = output.with_name(output.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(output)
+    click.echo(f"{output}: {len(book.sections)} symptoms from {len(book.recordings)} recordings")
+
+
 if __name__ == "__main__":
     sys.exit(main())
