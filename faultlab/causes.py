@@ -172,6 +172,34 @@ CAUSES: tuple[Cause, ...] = (
         prevent="Unit-test collectives against a known answer; assert on the healthy baseline.",
     ),
     Cause(
+        id="wrong-master-addr",
+        title="A node dials a MASTER_ADDR where no host answers",
+        what="One node is launched with a wrong --master_addr (a stale IP, another cluster's head node) and never reaches the store.",
+        confirm="Node 0 reports 'N/M clients joined'; the culprit's launcher times out connecting to an address that is not node 0's. `ping`/`ip route get` from the culprit.",
+        fix="Launch every node with node 0's address as --master_addr.",
+        prevent="Take MASTER_ADDR from the scheduler (the first host of the allocation), never from a config file.",
+    ),
+    Cause(
+        id="firewall",
+        title="A firewall blocks the store's port or the data plane",
+        what=(
+            "Packets between nodes are dropped (silent: connects time out) or rejected (refused at once). "
+            "With MASTER_PORT open but other ports blocked, rendezvous succeeds and the backend's own "
+            "connections fail."
+        ),
+        confirm="From the blocked side, a connect that times out (DROP) or is refused (REJECT); `nft list ruleset` / `iptables -S` on the hosts; the store works but gloo/NCCL connects fail.",
+        fix="Open MASTER_PORT and the backend's port range between all nodes of the job.",
+        prevent="Run a two-node preflight of every new node pool; pin NCCL/gloo port ranges and open them.",
+    ),
+    Cause(
+        id="link-down",
+        title="A node's network link goes down during the job",
+        what="After the job started, one node loses its link: its peers wait in a collective until the timeout.",
+        confirm="The ranks of one node fail together after a period of silence; `ip link` on that node shows the link down; the kernel log shows the carrier loss.",
+        fix="Restore the link (or drain the node) and restart from the last checkpoint.",
+        prevent="Monitor link state and error counters; keep checkpoints frequent enough to lose little.",
+    ),
+    Cause(
         id="nccl-without-gpu",
         title="The nccl backend on a host without GPUs",
         what="NCCL needs CUDA devices; on a CPU-only host (or a torch built without CUDA) init fails.",

@@ -277,6 +277,8 @@ def _interactive_drill(session) -> tuple:
                 click.echo(session.rank_log(int(argument)))
             elif verb == "launcher":
                 click.echo(session.launcher(int(argument)))
+            elif verb == "network":
+                click.echo(session.network(int(argument)))
             elif verb == "symptoms":
                 click.echo(session.symptoms())
             elif verb == "hint":

@@ -118,6 +118,7 @@ class DrillSession:
         return (
             f"  log N        rank N's full stdout and stderr          (-{COSTS['log']})\n"
             f"  launcher N   node N's launch command and launcher log  (-{COSTS['launcher']})\n"
+            f"  network N    node N's ip addr, routes, ss -ltn, nft rules (-{COSTS['network']})\n"
             f"  symptoms     the known signatures found in the logs     (-{COSTS['symptoms']})\n"
             f"  debug KNOB   re-run live with {'/'.join(runner.DEBUG_KNOBS)}  (-{COSTS['debug']})\n"
             f"  hint         the next hint ({len(self.scenario.hints) - self.used['hint']} left)"
@@ -145,6 +146,15 @@ class DrillSession:
         found = nodes[node]
         ended = "still running at the deadline, killed" if found.exit_code is None else f"exit {found.exit_code}"
         return f"--- node {node} ---\n$ {found.command}\n(ended: {ended})\n{found.log.rstrip()}"
+
+    def network(self, node: int) -> str:
+        nodes = self.recording.capture.nodes
+        if not 0 <= node < len(nodes):
+            raise BadInput(f"there is no node {node} in this job")
+        if not nodes[node].network:
+            return "this job ran on one host's loopback: there is no host network to look at"
+        self.used["network"] += 1
+        return f"--- node {node}, as read one second into the run ---\n{nodes[node].network}"
 
     def symptoms(self) -> str:
         self.used["symptoms"] += 1

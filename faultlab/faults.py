@@ -24,6 +24,7 @@ class NodeDraft:
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     worker_port_offsets: dict[int, int] = dataclasses.field(default_factory=dict)
     start_delay_s: float = 0.0
+    master_addr: str | None = None
 
 
 @dataclasses.dataclass
@@ -37,6 +38,9 @@ class PlanDraft:
     patches: list[CodePatch] = dataclasses.field(default_factory=list)
     occupy_master_port: bool = False
     launcher: Literal["torchrun", "python"] = "torchrun"
+    # Changes to the simulated hosts' network (topology hosts: true).
+    firewalls: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
+    link_downs: list[tuple[int, float]] = dataclasses.field(default_factory=list)
 
     def slot_of_rank(self, rank: int) -> tuple[NodeDraft, int]:
         node_index, local_rank = divmod(rank, self.ranks_per_node)
@@ -73,6 +77,7 @@ class FaultKind:
     apply: Callable[[PlanDraft, Target, dict], None]
     params: tuple[Param, ...] = ()
     gpu_only: bool = False  # physically needs CUDA devices to mean anything
+    needs_hosts: bool = False  # only exists between simulated hosts (topology hosts: true)
 
 
 def _rank_guard(target: Target, body: str) -> str:
@@ -190,6 +195,20 @@ def _force_backend(draft: PlanDraft, target: Target, params: dict) -> None:
 
 def _visible_gpus(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.gpus_per_node = params["count"]
+
+
+def _wrong_master_addr(draft: PlanDraft, target: Target, params: dict) -> None:
+    from .netns import UNANSWERED_ADDRESS
+
+    draft.nodes[target.index].master_addr = UNANSWERED_ADDRESS
+
+
+def _firewall(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.firewalls.append((target.index, params["ports"], params["action"]))
+
+
+def _link_down(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.link_downs.append((target.index, params["after_s"]))
 
 
 FAULT_KINDS: tuple[FaultKind, ...] = (
@@ -351,6 +370,39 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         apply=_visible_gpus,
         params=(Param("count", int, 1, "GPUs visible on each node"),),
         gpu_only=True,
+    ),
+    FaultKind(
+        id="wrong-master-addr",
+        summary="A node's launcher is given a --master_addr where no host answers.",
+        cause="wrong-master-addr",
+        layer="launch",
+        targets=("node",),
+        apply=_wrong_master_addr,
+        needs_hosts=True,
+    ),
+    FaultKind(
+        id="firewall",
+        summary="A host's firewall drops or rejects new connections: to MASTER_PORT (on the master's "
+        "host), or to every other port (the data plane) on the target host.",
+        cause="firewall",
+        layer="launch",
+        targets=("node",),
+        apply=_firewall,
+        params=(
+            Param("ports", str, "master", "'master': the store's port; 'data': every other port", ("master", "data")),
+            Param("action", str, "drop", "'drop': silence; 'reject': a TCP reset at once", ("drop", "reject")),
+        ),
+        needs_hosts=True,
+    ),
+    FaultKind(
+        id="link-down",
+        summary="A host's network link goes down while the job runs.",
+        cause="link-down",
+        layer="launch",
+        targets=("node",),
+        apply=_link_down,
+        params=(Param("after_s", float, 1.0, "seconds after the launch"),),
+        needs_hosts=True,
     ),
 )
 

@@ -67,6 +67,7 @@ class NodeLaunch:
     env: tuple[tuple[str, str], ...] = ()  # extra environment of this node's launcher
     worker_port_offsets: tuple[tuple[int, int], ...] = ()  # (local_rank, offset) on MASTER_PORT
     start_delay_s: float = 0.0  # the launcher starts this late
+    master_addr: str | None = None  # --master_addr, where it differs from the job's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +82,18 @@ class LaunchPlan:
     # "fork": workers are forked from a launcher that imported torch once (fast);
     # "exec": every worker is a fresh interpreter, as under torchrun (needed for CUDA).
     worker_start: str = "fork"
+    # Simulated hosts: every node in a network namespace of its own (netns.SimulatedHosts),
+    # with these changes to the network, as (node, ...) tuples.
+    hosts: bool = False
+    firewalls: tuple[tuple[int, str, str], ...] = ()  # (node, "master" | "data", "drop" | "reject")
+    link_downs: tuple[tuple[int, float], ...] = ()  # (node, seconds after launch)
+
+    def master_addr(self, node: NodeLaunch) -> str:
+        default = netns.host_address(0) if self.hosts else LOOPBACK
+        return node.master_addr or default
+
+    def local_addr(self, node: NodeLaunch) -> str:
+        return netns.host_address(node.index) if self.hosts else LOOPBACK
 
     @property
     def world_size(self) -> int:
@@ -121,8 +134,12 @@ def _node_environment(plan: LaunchPlan, node: NodeLaunch, run_id: str) -> dict[s
     return env
 
 
-def _run_node_agent(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_dir: str, run_id: str) -> None:
+def _run_node_agent(
+    plan: LaunchPlan, node: NodeLaunch, master_port: int, run_dir: str, run_id: str, host_namespace: str | None
+) -> None:
     """Body of a node's agent process (forked): become a launcher for this node."""
+    if host_namespace:
+        netns.enter(host_namespace)
     os.setpgid(0, 0)
     experiment.die_with_parent()
     log = Path(run_dir) / f"node{node.index}.launcher.log"
@@ -203,12 +220,12 @@ def _launch_workers(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_di
         nproc_per_node=node.nproc_per_node,
         run_id=run_id,
         rdzv_backend="static",
-        rdzv_endpoint=f"{LOOPBACK}:{master_port + node.master_port_offset}",
+        rdzv_endpoint=f"{plan.master_addr(node)}:{master_port + node.master_port_offset}",
         rdzv_configs={"rank": node.node_rank, "timeout": max(1, int(plan.timeout_s))},
         max_restarts=0,
         monitor_interval=0.1,
         start_method="fork" if plan.fork_workers else "spawn",
-        local_addr=LOOPBACK,  # never look up this host's name
+        local_addr=plan.local_addr(node),  # never look up this host's name
         logs_specs=DefaultLogsSpecs(log_dir=str(Path(run_dir) / "torchelastic")),
     )
     try:
@@ -338,26 +355,31 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
     processes = _RunProcesses(run_id)
     forker = multiprocessing.get_context("fork")
     try:
-        with _sigterm_as_interrupt(), netns.private_loopback() as network:
-            master_port = pick_master_port(offsets)
+        with _sigterm_as_interrupt(), _network(plan, run_id) as (network, hosts):
+            master_port = TORCHRUN_DEFAULT_PORT if hosts else pick_master_port(offsets)
+            if hosts:
+                _set_up_hosts(plan, hosts, master_port)
             squatter = socket.create_server((LOOPBACK, master_port)) if plan.occupy_master_port else None
             try:
                 t0 = time.time()
                 for node in plan.nodes:
                     agent = forker.Process(
                         target=_run_node_agent,
-                        args=(plan, node, master_port, str(run_dir), run_id),
+                        args=(plan, node, master_port, str(run_dir), run_id, hosts.path(node.index) if hosts else None),
                         name=f"faultlab-node{node.index}",
                     )
                     agent.start()
                     processes.agents.append(agent)
-                hit_deadline = _wait_for_agents(processes, run_dir, plan.deadline_s, t0)
+                evidence = {}
+                hit_deadline = _wait_for_agents(processes, run_dir, plan, t0, hosts, evidence)
                 end_t = time.time() - t0
+                if hosts and not evidence:
+                    evidence.update({node.index: hosts.evidence(node.index) for node in plan.nodes})
                 processes.kill_all()
             finally:
                 if squatter is not None:
                     squatter.close()
-        return _read_capture(plan, run_dir, t0, end_t, hit_deadline, master_port, processes, network)
+        return _read_capture(plan, run_dir, t0, end_t, hit_deadline, master_port, processes, network, evidence)
     except KeyboardInterrupt:
         raise Interrupted("interrupted: every process of the run was stopped") from None
     finally:
@@ -367,10 +389,41 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
         _remove_tree(run_dir)
 
 
-def _wait_for_agents(processes: _RunProcesses, run_dir: Path, deadline_s: float, t0: float) -> bool:
-    """Wait until every launcher has exited; True if the deadline came first (a hang)."""
-    deadline = time.monotonic() + deadline_s
+TORCHRUN_DEFAULT_PORT = 29500  # simulated hosts have their own ports: use torchrun's default
+EVIDENCE_AT_S = 1.0  # when each simulated host's addresses, ports and rules are read
+
+
+@contextlib.contextmanager
+def _network(plan: LaunchPlan, run_id: str):
+    """(description, SimulatedHosts or None) for the run's lifetime."""
+    if plan.hosts:
+        with netns.SimulatedHosts(run_id, len(plan.nodes)) as hosts:
+            yield (f"simulated hosts: node N at {netns.HOSTS_SUBNET}.N+1 on a private bridge", hosts)
+    else:
+        with netns.private_loopback() as network:
+            yield (network, None)
+
+
+def _set_up_hosts(plan: LaunchPlan, hosts, master_port: int) -> None:
+    for node, ports, action in plan.firewalls:
+        verdict = "drop" if action == "drop" else "reject with tcp reset"
+        if ports == "master":  # on the master's host, as a firewall in front of the store
+            hosts.add_firewall(0, [f'iifname "eth0" tcp dport {master_port} {verdict}'])
+        else:  # new connections to anything but the store's port
+            hosts.add_firewall(node, [f'iifname "eth0" tcp flags & (syn | ack) == syn tcp dport != {master_port} {verdict}'])
+
+
+def _wait_for_agents(processes: _RunProcesses, run_dir: Path, plan: LaunchPlan, t0: float, hosts, evidence) -> bool:
+    """Wait until every launcher has exited; True if the deadline came first (a hang).
+    Meanwhile take links down when the plan says, and read the hosts' network state."""
+    deadline = time.monotonic() + plan.deadline_s
+    pending_downs = sorted(plan.link_downs, key=lambda item: item[1])
     while not processes.all_exited():
+        elapsed = time.time() - t0
+        while hosts and pending_downs and elapsed >= pending_downs[0][1]:
+            hosts.set_link(pending_downs.pop(0)[0], up=False)
+        if hosts and not evidence and elapsed >= EVIDENCE_AT_S:
+            evidence.update({node.index: hosts.evidence(node.index) for node in plan.nodes})
         now = time.monotonic()
         if now >= deadline and (now >= deadline + LAUNCHER_WRAPUP_S or processes.still_working(run_dir / "ranks")):
             break
@@ -440,9 +493,10 @@ def launch_command(plan: LaunchPlan, node: NodeLaunch, master_port: int) -> str:
     prefix = f"{env} " if env else ""
     if plan.launcher == "python":
         return f"{prefix}python {experiment.PROGRAM_NAME}"
+    where = f"[host {plan.local_addr(node)}] " if plan.hosts else ""
     return (
-        f"{prefix}torchrun --nnodes={node.nnodes} --nproc_per_node={node.nproc_per_node} "
-        f"--node_rank={node.node_rank} --master_addr={LOOPBACK} "
+        f"{where}{prefix}torchrun --nnodes={node.nnodes} --nproc_per_node={node.nproc_per_node} "
+        f"--node_rank={node.node_rank} --master_addr={plan.master_addr(node)} "
         f"--master_port={master_port + node.master_port_offset} {experiment.PROGRAM_NAME}"
     )
 
@@ -456,7 +510,7 @@ def _read_status(path: Path, t0: float) -> tuple[int, float] | None:
         return None
 
 
-def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, processes, network) -> Capture:
+def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, processes, network, evidence) -> Capture:
     nodes, ranks = [], []
     for node, agent in zip(plan.nodes, processes.agents):
         log = _read_text(run_dir / f"node{node.index}.launcher.log")
@@ -475,6 +529,7 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
                 nproc_per_node=node.nproc_per_node,
                 master_port=master_port + node.master_port_offset,
                 command=launch_command(plan, node, master_port),
+                network=evidence.get(node.index, ""),
                 log=log,
                 exit_code=None if hit_deadline and agent_exit in (None, -signal.SIGTERM, -signal.SIGKILL) else agent_exit,
                 env=dict(node.env),

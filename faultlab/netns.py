@@ -1,7 +1,8 @@
 """Network namespaces: the owner of every change faultlab makes to the network.
 
 A run's launchers and workers live in a private network namespace holding only a loopback
-interface, where faultlab has the permission to make one (root, CAP_SYS_ADMIN). There:
+interface (or, for a scenario with `hosts: true`, each node in a namespace of its own, its
+eth0 on a private bridge: see SimulatedHosts), where faultlab has the permission to make one (root, CAP_SYS_ADMIN). There:
 - nothing can leave the machine: torch's TCPStore does reverse DNS look-ups of every peer
   (`getnameinfo` on `::ffff:127.0.0.1`), which on the host network go to the configured
   nameserver; in the namespace they fail at once, unanswered by anyone;
@@ -15,8 +16,10 @@ import contextlib
 import ctypes
 import fcntl
 import os
+import shutil
 import socket
 import struct
+import subprocess
 
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS = 0x8913
@@ -57,3 +60,147 @@ def private_loopback():
                 raise OSError(error, f"cannot return to the original network namespace: {os.strerror(error)}")
     finally:
         os.close(original)
+
+
+# ---------------------------------------------------------------------------------------
+# Simulated hosts: one namespace per node, each with eth0 on a private bridge.
+
+HOSTS_SUBNET = "10.213.0"  # used only inside the namespaces faultlab makes
+UNANSWERED_ADDRESS = f"{HOSTS_SUBNET}.250"  # an address on the hosts' link where no host is
+NAMESPACE_PREFIX = "fl-"  # fl-<owner pid>-<run id>-<h0|h1|...|sw>
+NAMESPACE_DIR = "/var/run/netns"
+
+
+def host_address(index: int) -> str:
+    return f"{HOSTS_SUBNET}.{index + 1}"
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check, timeout=30)
+
+
+def _owner_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphaned_namespaces() -> list[str]:
+    """Namespaces of runs whose faultlab died without cleaning up (SIGKILL)."""
+    removed = []
+    listing = _ip("netns", "list", check=False).stdout
+    for line in listing.splitlines():
+        name = line.split()[0] if line.strip() else ""
+        parts = name.split("-")
+        if name.startswith(NAMESPACE_PREFIX) and len(parts) >= 4 and parts[1].isdigit():
+            if not _owner_alive(int(parts[1])):
+                _ip("netns", "del", name, check=False)
+                removed.append(name)
+    return removed
+
+
+def hosts_supported() -> str | None:
+    """None if simulated hosts can be made here, else why not."""
+    if os.geteuid() != 0:
+        return "simulated hosts need root (CAP_NET_ADMIN) to create network namespaces and veth links"
+    if shutil.which("ip") is None:
+        return "simulated hosts need iproute2's `ip` command"
+    return None
+
+
+class SimulatedHosts:
+    """`count` hosts joined by a bridge, created on enter and removed on exit (whatever happens)."""
+
+    def __init__(self, run_id: str, count: int) -> None:
+        self.prefix = f"{NAMESPACE_PREFIX}{os.getpid()}-{run_id}"
+        self.count = count
+        self.created: list[str] = []
+
+    def name(self, index: int) -> str:
+        return f"{self.prefix}-h{index}"
+
+    def path(self, index: int) -> str:
+        return f"{NAMESPACE_DIR}/{self.name(index)}"
+
+    def __enter__(self) -> "SimulatedHosts":
+        problem = hosts_supported()
+        if problem:
+            from .errors import EnvironmentProblem
+
+            raise EnvironmentProblem(problem)
+        remove_orphaned_namespaces()
+        try:
+            switch = f"{self.prefix}-sw"
+            self._add_namespace(switch)
+            _ip("-n", switch, "link", "add", "br0", "type", "bridge")
+            _ip("-n", switch, "link", "set", "br0", "up")
+            short = self.prefix.rsplit("-", 1)[1][:6]
+            for index in range(self.count):
+                host = self.name(index)
+                self._add_namespace(host)
+                port = f"fl{short}h{index}"
+                _ip("link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", host)
+                _ip("link", "set", port, "netns", switch)
+                _ip("-n", switch, "link", "set", port, "master", "br0")
+                _ip("-n", switch, "link", "set", port, "up")
+                _ip("-n", host, "addr", "add", f"{host_address(index)}/24", "dev", "eth0")
+                _ip("-n", host, "link", "set", "eth0", "up")
+                _ip("-n", host, "link", "set", "lo", "up")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _add_namespace(self, name: str) -> None:
+        _ip("netns", "add", name)
+        self.created.append(name)
+
+    def __exit__(self, *exc) -> None:
+        for name in reversed(self.created):
+            _ip("netns", "del", name, check=False)
+        self.created.clear()
+
+    def run(self, index: int, *command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", "netns", "exec", self.name(index), *command],
+                              capture_output=True, text=True, timeout=30)
+
+    def set_link(self, index: int, up: bool) -> None:
+        _ip("-n", self.name(index), "link", "set", "eth0", "up" if up else "down")
+
+    def add_firewall(self, index: int, rules: list[str]) -> None:
+        """nftables rules on the host's incoming traffic (its own namespace only)."""
+        if shutil.which("nft") is None:
+            from .errors import EnvironmentProblem
+
+            raise EnvironmentProblem("firewall faults need nftables' `nft` command (apt-get install nftables)")
+        script = "table inet faultlab {\n chain input {\n  type filter hook input priority 0; policy accept;\n"
+        script += "".join(f"  {rule}\n" for rule in rules) + " }\n}\n"
+        done = subprocess.run(["ip", "netns", "exec", self.name(index), "nft", "-f", "-"], input=script,
+                              capture_output=True, text=True, timeout=30)
+        if done.returncode:
+            raise RuntimeError(f"nft refused the rules for host {index}: {done.stderr.strip()}")
+
+    def evidence(self, index: int) -> str:
+        """What `ip addr`, `ip route`, `ss -ltn` and `nft list ruleset` show on the host now."""
+        parts = []
+        for command in (("ip", "-br", "addr"), ("ip", "route"), ("ss", "-ltn"), ("nft", "list", "ruleset")):
+            if shutil.which(command[0]) is None:
+                continue
+            done = self.run(index, *command)
+            parts.append(f"$ {' '.join(command)}\n{(done.stdout + done.stderr).rstrip()}")
+        return "\n".join(parts)
+
+
+def enter(path: str) -> None:
+    """Move this process into the network namespace at `path` (before it opens any socket)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if _libc().setns(fd, CLONE_NEWNET) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"cannot enter {path}: {os.strerror(error)}")
+    finally:
+        os.close(fd)

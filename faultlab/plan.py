@@ -13,6 +13,7 @@ from .scenario import Scenario
 # Every simulated node talks over loopback: name it, rather than let gloo resolve the host
 # name (which may point at a LAN address) or NCCL skip "lo" as it does by default.
 LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+HOSTS_ENV = {"GLOO_SOCKET_IFNAME": "eth0", "NCCL_SOCKET_IFNAME": "eth0"}  # simulated hosts' link
 # Variables torch reads once, when it is imported: a worker forked from a launcher that
 # imported torch without them would ignore them, so their runs start fresh interpreters.
 IMPORT_TIME_ENV = ("TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES", "TORCH_LOGS")
@@ -25,10 +26,17 @@ EXEC_STARTUP_ALLOWANCE_S = 20.0
 def choose_backend(scenario: Scenario, host_gpus: int) -> str:
     """The backend a live run uses on a host with `host_gpus` GPUs.
 
-    Raises EnvironmentProblem for a GPU scenario on a host with too few GPUs: it is never
-    run under another backend in its name.
+    Raises EnvironmentProblem for a GPU scenario on a host with too few GPUs, or a
+    simulated-hosts scenario where namespaces cannot be made: it is never run as something
+    else under its name.
     """
     topology = scenario.topology
+    if topology.hosts:
+        from .netns import hosts_supported
+
+        problem = hosts_supported()
+        if problem:
+            raise EnvironmentProblem(f"scenario {scenario.id!r}: {problem}")
     if topology.backend == "gloo":
         return "gloo"
     if topology.backend == "nccl":
@@ -74,7 +82,7 @@ def _draft(scenario: Scenario, backend: str, healthy: bool, extra_env: dict[str,
         ],
     )
     for node in draft.nodes:
-        node.env.update(LOOPBACK_ENV)
+        node.env.update(HOSTS_ENV if topology.hosts else LOOPBACK_ENV)
         node.env.update(scenario.env)
         node.env.update(extra_env or {})
     if not healthy:
@@ -122,6 +130,7 @@ def build_plan(
                 env=tuple(sorted(node.env.items())),
                 worker_port_offsets=tuple(sorted(node.worker_port_offsets.items())),
                 start_delay_s=node.start_delay_s,
+                master_addr=node.master_addr,
             )
             for index, node in enumerate(draft.nodes)
         ),
@@ -130,4 +139,7 @@ def build_plan(
         occupy_master_port=draft.occupy_master_port,
         launcher=draft.launcher,
         worker_start="fork" if fork else "exec",
+        hosts=scenario.topology.hosts,
+        firewalls=tuple(draft.firewalls),
+        link_downs=tuple(draft.link_downs),
     )

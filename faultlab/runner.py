@@ -106,6 +106,7 @@ def baseline_for(
     """The healthy run of the scenario's topology on `backend`: stored, or run live now."""
     backend, why = _healthy_backend(scenario, backend, host_gpus)
     topology = f"{scenario.topology.nodes}x{scenario.topology.ranks_per_node}"
+    topology += "-hosts" if scenario.topology.hosts else ""
     if not options.fresh_baseline:
         cached = store.latest_baseline(topology, backend, env.torch, env.host)
         if cached is not None and cached.reproduced:

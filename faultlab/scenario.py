@@ -45,6 +45,7 @@ class Topology:
     ranks_per_node: int
     backend: str = "auto"  # auto: nccl where the host has the GPUs, else gloo
     gpus_per_node: int = 0  # GPUs each simulated node exposes when it runs on nccl
+    hosts: bool = False  # each node on a simulated host of its own (network namespace)
 
     @property
     def world_size(self) -> int:
@@ -277,12 +278,14 @@ def parse(data, source: str) -> Scenario:
     if not 1 <= difficulty <= 5:
         top.fail("difficulty", f"{difficulty} is outside 1..5")
 
-    topo_fields = _Fields(source, "topology", top.get("topology", dict), ("nodes", "ranks_per_node", "backend", "gpus_per_node"))
+    topo_fields = _Fields(source, "topology", top.get("topology", dict),
+                          ("nodes", "ranks_per_node", "backend", "gpus_per_node", "hosts"))
     topology = Topology(
         nodes=topo_fields.get("nodes", int),
         ranks_per_node=topo_fields.get("ranks_per_node", int),
         backend=topo_fields.get("backend", str, "auto"),
         gpus_per_node=topo_fields.get("gpus_per_node", int, 0),
+        hosts=topo_fields.get("hosts", bool, False),
     )
     if not 1 <= topology.nodes <= 16:
         top.fail("topology.nodes", f"{topology.nodes} is outside 1..16")
@@ -352,6 +355,9 @@ def parse(data, source: str) -> Scenario:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             top.fail(f"env.{name}", f"expected a string or number, got {_describe(value)}")
 
+    for index, fault in enumerate(faults):
+        if FAULT_KINDS_BY_ID[fault.kind].needs_hosts and not topology.hosts:
+            top.fail(f"faults[{index}].kind", f"{fault.kind} happens between hosts: set topology.hosts: true")
     gpu_faults = any(FAULT_KINDS_BY_ID[fault.kind].gpu_only for fault in faults)
     if gpu_faults and topology.backend != "nccl":
         top.fail("topology.backend", "this scenario has GPU-only faults: the backend must be nccl")

@@ -27,6 +27,7 @@ COSTS = {
     "hint": 5,  # each hint, in the scenario's order
     "log": 3,  # one rank's full stdout and stderr
     "launcher": 3,  # one node's launch command, environment and launcher log
+    "network": 3,  # one simulated host's addresses, routes, listening ports and firewall rules
     "symptoms": 5,  # the matched signature catalog entries
     "debug": 5,  # a live re-run with a debug knob
 }

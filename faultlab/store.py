@@ -64,9 +64,10 @@ def default_path() -> Path:
 
 
 def topology_key(recording: Recording) -> str:
-    """Nodes x ranks per node as planned, e.g. '2x2'."""
+    """Nodes x ranks per node as planned, e.g. '2x2' ('2x2-hosts' on simulated hosts)."""
     capture = recording.capture
-    return f"{len(capture.nodes)}x{capture.world_size // max(len(capture.nodes), 1)}"
+    shape = f"{len(capture.nodes)}x{capture.world_size // max(len(capture.nodes), 1)}"
+    return shape + ("-hosts" if capture.network.startswith("simulated hosts") else "")
 
 
 class Store:

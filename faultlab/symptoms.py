@@ -47,6 +47,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "This process dialed host:port and nobody answered there: compare that port with node 0's.",
     ),
     Signature(
+        "no-route-to-host",
+        "No host answers at the address dialed",
+        r"No route to host|failed to connect to any network address of",
+        "culprit",
+        "Nothing on the link answers for that address: a wrong MASTER_ADDR, or a host that is down.",
+    ),
+    Signature(
         "connection-refused",
         "Connection refused",
         r"(?i)connection refused",

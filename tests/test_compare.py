@@ -20,7 +20,7 @@ def rank(index, *, value=1.0, ending="exited", exit_code=0, events=HEALTHY_EVENT
 
 def capture(ranks, hit_deadline=False, launcher_log=""):
     nodes = tuple(
-        NodeCapture(node=n, node_rank=n, nnodes=2, nproc_per_node=2, master_port=29500, command="torchrun", log=launcher_log if n == 0 else "",
+        NodeCapture(node=n, node_rank=n, nnodes=2, nproc_per_node=2, master_port=29500, command="torchrun", network="", log=launcher_log if n == 0 else "",
                     exit_code=0, env={})
         for n in range(2)
     )
