@@ -77,10 +77,12 @@ class NodeCapture:
     nproc_per_node: int
     master_port: int
     command: str  # how this node's launcher was started, as a shell would show it
-    network: str  # a simulated host's addresses, routes, listening ports, firewall ('' on loopback)
     log: str
     exit_code: int | None
     env: dict[str, str]  # the environment the scenario set on this node
+    # A simulated host's addresses, routes, listening ports and firewall; '' on one host's
+    # loopback (and in recordings made before simulated hosts existed).
+    network: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
