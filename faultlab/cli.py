@@ -483,5 +483,49 @@ def runbook(ctx, output, fmt, causes, platform, recording_ids):
     click.echo(f"{output}: {len(book.sections)} symptoms from {len(book.recordings)} recordings")
 
 
+@main.command(name="diagnose")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--top", default=3, show_default=True, help="How many causes to show.")
+@click.pass_context
+def diagnose_logs(ctx, paths, as_json, top):
+    """Triage real failure logs (files or directories): likely causes, evidence, culprits."""
+    import collections
+
+    from . import diagnose, scenario as scenarios
+    from .causes import CAUSES_BY_ID
+    from .serial import to_dict
+
+    cause_of = {item.id: item.answer.cause for item in scenarios.load_all()}
+    counts: dict = collections.defaultdict(collections.Counter)
+    with _store(ctx) as store:
+        for recording in store.recordings(kind="run"):
+            cause = cause_of.get(recording.scenario_id)
+            for signature in {symptom.id for symptom in recording.symptoms} if cause else ():
+                counts[signature][cause] += 1
+    found = diagnose.diagnose(list(paths), counts)
+    if as_json:
+        _emit_json(to_dict(found))
+        return
+    click.echo(f"Read {found.files} file(s), {found.bytes / 1e6:.1f} MB.")
+    for note in found.notes:
+        click.echo(f"  note: {note}")
+    if not found.causes:
+        click.echo("\nNo known signature. Error lines found:" if found.error_lines else "\nNo known signature, and no error line.")
+        for item in found.error_lines:
+            click.echo(f"  {item.path}:{item.line_number}: {item.line[:200]}")
+        return
+    click.echo("\nLikely causes:")
+    for position, ranked in enumerate(found.causes[:top], 1):
+        click.echo(f"  {position}. {ranked.cause} ({ranked.confidence:.0%}): {CAUSES_BY_ID[ranked.cause].title}")
+        for item in [e for e in found.evidence if e.signature in ranked.signatures][:4]:
+            where = f"rank {item.rank}" if item.rank is not None else "?"
+            click.echo(f"       {item.path}:{item.line_number} [{where}] {item.line[:160]}")
+    click.echo(f"\nCulprits (their own errors): {', '.join(map(str, found.culprits)) or 'none told apart'}")
+    click.echo(f"Victims (waiting or torn down): {', '.join(map(str, found.victims)) or 'none told apart'}")
+    if found.next_check:
+        click.echo(f"\nNext check: {found.next_check}")
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,71 @@
+"""diagnose throughput and memory, side by side for growing inputs of real log text.
+
+    python benchmarks/bench_diagnose.py [--sizes 50,100,200]   (MB)
+
+The text is real torch output (the stderr of faultlab's own runs and NCCL's reference
+lines), repeated to each size. Each size is read by a fresh process; the table shows MB/s
+and the peak memory of that process (flat memory: the same for every size). The goal is
+>= 200 MB/s on the 2-core machine this project is built on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SAMPLE = """\
+[W1202 16:37:43.887555352 socket.cpp:469] [c10d] waitForInput: poll for socket SocketImpl(fd=28, addr=[::ffff:127.0.0.1]:50842, remote=[::ffff:127.0.0.1]:47219) returned 0, likely a timeout
+Traceback (most recent call last):
+  File "train.py", line 11, in <module>
+  File "/usr/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 83, in wrapper
+    return func(*args, **kwargs)
+frame #3: <unknown function> + 0x163b752 (0x7fab6183b752 in /usr/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so)
+I1202 16:37:43.000000 1234 torch/distributed/elastic/agent/server/api.py:525] [default] Starting worker group
+step 1200 loss 2.3141 lr 0.000300 tokens/s 181234
+step 1201 loss 2.3129 lr 0.000300 tokens/s 181540
+"""
+ERRORS = (
+    "[rank3]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/3\n"
+    "[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60\n"
+)
+
+MEASURE = """
+import json, resource, sys, time
+from pathlib import Path
+from faultlab import diagnose
+start = time.perf_counter()
+found = diagnose.diagnose([Path(sys.argv[1])])
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "bytes": found.bytes, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "top": found.causes[0].cause if found.causes else None}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="50,100,200", help="input sizes in MB")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="faultlab-bench-") as work:
+        block = (SAMPLE * 2000).encode()
+        print(f"{'MB':>6} {'MB/s':>8} {'peak MB':>8}  top cause")
+        for size in (int(s) for s in args.sizes.split(",")):
+            path = Path(work) / f"job-{size}.log"
+            with open(path, "wb") as out:
+                written = 0
+                while written < size << 20:
+                    out.write(block)
+                    written += len(block)
+                out.write(ERRORS.encode())
+            result = json.loads(subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True,
+                                               text=True, check=True).stdout)
+            megabytes = result["bytes"] / 1e6
+            print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}")
+            path.unlink()
+
+
+if __name__ == "__main__":
+    main()

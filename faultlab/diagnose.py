@@ -1,0 +1,279 @@
+"""Triage of real failure logs: signatures found, causes ranked, culprits told from victims.
+
+Logs are streamed in large blocks (memory stays flat however big the input): each
+signature has literal fragments that any matching line must contain, found with
+bytes.find at C speed; only lines holding a fragment are decoded and matched against the
+full pattern. Ranks are read from `[rankN]:` prefixes, or from the file's name and path
+(rank3.log, rank_3/stderr.txt).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .causes import CAUSES_BY_ID
+from .errors import BadInput
+from .symptoms import SIGNATURES, Signature
+
+BLOCK_BYTES = 4 << 20
+BINARY_SNIFF_BYTES = 4096
+LINES_PER_SIGNATURE = 3  # evidence lines kept per signature and source
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+RANK_PREFIX = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]")
+RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$)")
+# Lines worth showing when no signature is known: found by the same literal search.
+ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
+                   b"Timed out", b"FATAL", b"fatal")
+ERROR_LINES_KEPT = 20
+
+# The literal fragments a line must contain for each signature to be tried on it.
+FRAGMENTS: dict[str, tuple[bytes, ...]] = {
+    "address-in-use": (b"address already in use", b"Address already in use", b"EADDRINUSE", b"errno: 98"),
+    "client-connect-timeout": (b"client socket has timed out",),
+    "no-route-to-host": (b"No route to host", b"failed to connect to any network address"),
+    "connection-refused": (b"onnection refused",),
+    "store-wait-timeout": (b"wait timeout after", b"waiting for keys"),
+    "rendezvous-clients-timeout": (b"waiting for clients",),
+    "store-recv-failed": (b"Failed to recv", b"recvValue failed"),
+    "connection-closed-by-peer": (b"Connection closed by peer", b"Connection reset by peer"),
+    "collective-timeout": (b"Timed out waiting", b"Watchdog caught collective"),
+    "duplicate-gpu": (b"Duplicate GPU detected",),
+    "invalid-device-ordinal": (b"invalid device ordinal",),
+    "destroy-not-called": (b"destroy_process_group() was not called",),
+    "default-pg-twice": (b"default process group twice",),
+    "gloo-no-address": (b"Unable to find address for",),
+    "nccl-no-interface": (b"o socket interface",),
+    "nccl-not-available": (b"NCCL built in", b"NCCL is not available", b"No CUDA GPUs", b"no NVIDIA driver",
+                           b"only supported with GPUs"),
+    "rank-env-missing": (b"expected, but not set", b"KeyError: 'LOCAL_RANK'"),
+    "collective-mismatch-detail": (b"ismatch between collective",),
+    "monitored-barrier-missing-ranks": (b"monitoredBarrier",),
+    "size-mismatch": (b"ismatch", b"not match", b"same size"),
+    "nccl-invalid-usage": (b"ncclInvalidUsage",),
+    "worker-torn-down": (b"closing signal SIGTERM", b"via signal SIGTERM"),
+    "killed-by-signal": (b"exitcode", b"received by PID"),
+    "child-failed": (b"Root Cause (first observed failure)",),
+    "python-exception": (b"Error: ", b"Exception: "),
+}
+
+# What a signature says about causes before any recording is counted: the catalog's view.
+PRIOR: dict[str, tuple[str, ...]] = {
+    "address-in-use": ("port-in-use", "duplicate-node-rank"),
+    "client-connect-timeout": ("wrong-master-port", "firewall", "wrong-master-addr"),
+    "no-route-to-host": ("wrong-master-addr", "link-down"),
+    "connection-refused": ("wrong-master-port", "firewall", "wrong-socket-interface"),
+    "store-wait-timeout": ("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
+    "rendezvous-clients-timeout": ("wrong-master-port", "wrong-master-addr", "firewall", "duplicate-node-rank"),
+    "store-recv-failed": ("rank-crash", "rank-as-device-id"),
+    "connection-closed-by-peer": ("rank-crash", "collective-mismatch", "link-down"),
+    "collective-timeout": ("straggler-rank", "collective-mismatch", "link-down"),
+    "duplicate-gpu": ("missing-set-device",),
+    "invalid-device-ordinal": ("rank-as-device-id", "too-few-gpus"),
+    "destroy-not-called": ("missing-destroy-process-group",),
+    "default-pg-twice": ("missing-destroy-process-group",),
+    "gloo-no-address": ("wrong-socket-interface",),
+    "nccl-no-interface": ("wrong-socket-interface",),
+    "nccl-not-available": ("nccl-without-gpu",),
+    "rank-env-missing": ("no-launcher",),
+    "collective-mismatch-detail": ("collective-mismatch",),
+    "monitored-barrier-missing-ranks": ("collective-mismatch", "straggler-rank"),
+    "size-mismatch": ("collective-mismatch",),
+    "killed-by-signal": ("rank-crash",),
+}
+CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
+# Lines that come with almost any failure: evidence to show, never a reason for a cause.
+NOT_A_REASON = frozenset({"python-exception", "child-failed", "worker-torn-down", "nccl-invalid-usage"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    signature: str
+    path: str
+    line_number: int
+    rank: int | None
+    line: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RankedCause:
+    cause: str
+    confidence: float  # share of the evidence weight, 0..1
+    signatures: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    causes: tuple[RankedCause, ...]
+    evidence: tuple[Evidence, ...]
+    culprits: tuple[int, ...]  # ranks with their own (culprit-side) errors
+    victims: tuple[int, ...]  # ranks with only waiting/teardown errors
+    error_lines: tuple[Evidence, ...]  # for "no known signature": the error lines seen
+    next_check: str
+    notes: tuple[str, ...]  # files skipped (binary, unreadable, empty)
+    files: int
+    bytes: int
+
+
+def _rank_of_path(path: str) -> int | None:
+    match = RANK_IN_PATH.search(path.replace(os.sep, "/"))
+    if not match:
+        return None
+    return int(next(group for group in match.groups() if group is not None))
+
+
+def _rank_of_line(line: str) -> int | None:
+    match = RANK_PREFIX.search(line)
+    return int(next(group for group in match.groups() if group is not None)) if match else None
+
+
+@dataclasses.dataclass
+class _FileScan:
+    evidence: list[Evidence]
+    error_lines: list[Evidence]
+    note: str | None
+    size: int
+
+
+def _scan_file(path: str, signatures: list[Signature]) -> _FileScan:
+    """Stream one file; keep a few lines per signature and rank."""
+    file_rank = _rank_of_path(path)
+    kept: collections.Counter = collections.Counter()
+    evidence, errors = [], []
+    size = 0
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(BINARY_SNIFF_BYTES)
+            if not head:
+                return _FileScan([], [], f"{path}: empty", 0)
+            if b"\0" in head:
+                return _FileScan([], [], f"{path}: binary, skipped", 0)
+            carry, line_base, block = b"", 0, head
+            while block:
+                size += len(block)
+                data = carry + block
+                cut = data.rfind(b"\n") + 1
+                complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
+                line_base = _scan_block(complete, path, file_rank, line_base, signatures, kept, evidence, errors)
+                block = stream.read(BLOCK_BYTES)
+            if carry:
+                _scan_block(carry + b"\n", path, file_rank, line_base, signatures, kept, evidence, errors)
+    except OSError as error:
+        return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0)
+    return _FileScan(evidence, errors, None, size)
+
+
+def _scan_block(block: bytes, path, file_rank, line_base, signatures, kept, evidence, errors) -> int:
+    hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> signature ids
+    for signature in signatures:
+        for fragment in FRAGMENTS.get(signature.id, ()):
+            start = block.find(fragment)
+            while start != -1:
+                line_start = block.rfind(b"\n", 0, start) + 1
+                hits[line_start].add(signature.id)
+                line_end = block.find(b"\n", start)
+                start = block.find(fragment, line_end if line_end != -1 else len(block))
+    for line_start in sorted(hits):
+        line_end = block.find(b"\n", line_start)
+        raw = block[line_start:line_end if line_end != -1 else len(block)]
+        line = ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+        rank = _rank_of_line(line)
+        rank = file_rank if rank is None else rank
+        number = line_base + block.count(b"\n", 0, line_start) + 1
+        for signature_id in sorted(hits[line_start]):
+            pattern = next(s for s in signatures if s.id == signature_id).regex
+            if not pattern.search(line):
+                continue
+            key = (signature_id, path, rank)
+            if kept[key] < LINES_PER_SIGNATURE:
+                kept[key] += 1
+                evidence.append(Evidence(signature_id, path, number, rank, line))
+    error_starts = set()
+    for fragment in ERROR_FRAGMENTS:
+        start = block.find(fragment)
+        while start != -1 and len(errors) + len(error_starts) < ERROR_LINES_KEPT:
+            error_starts.add(block.rfind(b"\n", 0, start) + 1)
+            line_end = block.find(b"\n", start)
+            start = block.find(fragment, line_end) if line_end != -1 else -1
+    for line_start in sorted(error_starts)[: max(0, ERROR_LINES_KEPT - len(errors))]:
+        line_end = block.find(b"\n", line_start)
+        text = ANSI_ESCAPE.sub("", block[line_start:line_end if line_end != -1 else len(block)]
+                               .decode("utf-8", errors="replace")).rstrip()
+        rank = _rank_of_line(text)
+        errors.append(Evidence("error-line", path, line_base + block.count(b"\n", 0, line_start) + 1,
+                               file_rank if rank is None else rank, text))
+    return line_base + block.count(b"\n")
+
+
+def log_files(paths: list[Path]) -> tuple[list[str], list[str]]:
+    """Every file under `paths`, and a note per path that is missing."""
+    files, notes = [], []
+    for path in paths:
+        if path.is_dir():
+            for root, _, names in os.walk(path):
+                files += [os.path.join(root, name) for name in sorted(names)]
+        elif path.exists():
+            files.append(str(path))
+        else:
+            notes.append(f"{path}: no such file or directory")
+    return files, notes
+
+
+def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | None = None,
+             workers: int | None = None) -> Diagnosis:
+    """Triage the logs at `paths`. `cause_counts[signature][cause]` counts recordings in
+    which the signature appeared with that cause: evidence learned from the store."""
+    files, notes = log_files(paths)
+    if not files and notes:
+        raise BadInput("; ".join(notes))
+    signatures = list(SIGNATURES)
+    with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
+        scans = list(pool.map(lambda path: _scan_file(path, signatures), files))
+    evidence = [item for scan in scans for item in scan.evidence]
+    notes += [scan.note for scan in scans if scan.note]
+    roles = {s.id: s.role for s in signatures}
+    weights: collections.Counter = collections.Counter()
+    supporting: dict[str, set[str]] = collections.defaultdict(set)
+    for signature_id in {item.signature for item in evidence} - NOT_A_REASON:
+        learned = (cause_counts or {}).get(signature_id, collections.Counter())
+        candidates = collections.Counter({cause: 1.0 for cause in PRIOR.get(signature_id, ())})
+        for cause, count in learned.items():
+            candidates[cause] += 2.0 * count
+        total = sum(candidates.values())
+        weight = CULPRIT_WEIGHT if roles[signature_id] == "culprit" else 1.0
+        for cause, value in candidates.items():
+            weights[cause] += weight * value / total
+            supporting[cause].add(signature_id)
+    grand = sum(weights.values()) or 1.0
+    causes = tuple(
+        RankedCause(cause, round(value / grand, 3), tuple(sorted(supporting[cause])))
+        for cause, value in weights.most_common()
+        if cause in CAUSES_BY_ID
+    )
+    by_rank: dict[int, set[str]] = collections.defaultdict(set)
+    for item in evidence:
+        if item.rank is not None and roles[item.signature] != "neutral":
+            by_rank[item.rank].add(roles[item.signature])
+    culprits = tuple(sorted(rank for rank, seen in by_rank.items() if "culprit" in seen))
+    victims = tuple(sorted(rank for rank, seen in by_rank.items() if seen == {"victim"}))
+    next_check = ""
+    if len(causes) >= 2:
+        first, second = CAUSES_BY_ID[causes[0].cause], CAUSES_BY_ID[causes[1].cause]
+        next_check = f"To tell {first.id} from {second.id}: {first.confirm} / {second.confirm}"
+    elif causes:
+        next_check = CAUSES_BY_ID[causes[0].cause].confirm
+    return Diagnosis(
+        causes=causes,
+        evidence=tuple(evidence),
+        culprits=culprits,
+        victims=victims,
+        error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
+        next_check=next_check,
+        notes=tuple(notes),
+        files=len(files),
+        bytes=sum(scan.size for scan in scans),
+    )

@@ -1,0 +1,67 @@
+"""diagnose on real logs: the reference NCCL logs, faultlab's own captures, and bad input."""
+
+import os
+
+import pytest
+
+from faultlab import diagnose
+from faultlab.errors import ExitCode
+
+from conftest import ROOT
+
+REFERENCE = ROOT.parent / "shared" / "reference-logs" / "h200-torch2.11-nccl2.28.9"
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="the shared reference logs are not beside this checkout")
+@pytest.mark.parametrize("name, cause", [
+    ("no_set_device_2.log", "missing-set-device"),
+    ("rank_as_device_n1.log", "rank-as-device-id"),
+    ("two_on_one.log", "rank-as-device-id"),
+    ("no_destroy_1.log", "missing-destroy-process-group"),
+])
+def test_reference_logs_rank_their_cause_in_the_top_two(name, cause):
+    found = diagnose.diagnose([REFERENCE / name])
+    assert cause in [ranked.cause for ranked in found.causes[:2]], found.causes
+
+
+def test_culprit_and_victims_from_rank_prefixes(tmp_path):
+    (tmp_path / "job.log").write_text(
+        "[rank1]: torch.AcceleratorError: CUDA error: invalid device ordinal\n"
+        "\x1b[31m[rank0]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cuda//0/1\x1b[0m\n"
+    )
+    found = diagnose.diagnose([tmp_path])
+    assert found.culprits == (1,) and found.victims == (0,)
+    assert found.causes[0].cause == "rank-as-device-id"
+    assert all("\x1b" not in item.line for item in found.evidence)
+
+
+def test_unknown_failure_shows_error_lines_instead_of_guessing(tmp_path):
+    (tmp_path / "rank_2.log").write_text("starting\nRuntimeError: the flux capacitor failed\n")
+    found = diagnose.diagnose([tmp_path])
+    assert not found.causes
+    assert [(e.rank, e.line) for e in found.error_lines] == [(2, "RuntimeError: the flux capacitor failed")]
+
+
+def test_empty_binary_unreadable_and_missing(tmp_path, cli):
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "core.bin").write_bytes(b"\x7fELF\x00\x00\x01" * 100)
+    locked = tmp_path / "locked.log"
+    locked.write_text("Duplicate GPU detected : rank 0 and rank 1\n")
+    os.chmod(locked, 0)
+    found = diagnose.diagnose([tmp_path])
+    assert any("empty" in note for note in found.notes) and any("binary" in note for note in found.notes)
+    if os.geteuid() != 0:  # root reads it anyway
+        assert any("unreadable" in note for note in found.notes)
+    result = cli("diagnose", tmp_path / "nowhere")
+    assert result.exit_code == ExitCode.BAD_INPUT and "no such file or directory" in result.output
+
+
+def test_long_file_streams_across_blocks(tmp_path):
+    path = tmp_path / "rank0.log"
+    filler = b"x" * 200 + b"\n"
+    with open(path, "wb") as out:
+        out.write(filler * (diagnose.BLOCK_BYTES // len(filler) + 10))
+        out.write(b"[rank0]: ValueError: trying to initialize the default process group twice!\n")
+    found = diagnose.diagnose([path])
+    hit = next(e for e in found.evidence if e.signature == "default-pg-twice")
+    assert hit.line_number == diagnose.BLOCK_BYTES // len(filler) + 11
