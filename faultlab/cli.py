@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 import click
@@ -157,8 +156,7 @@ def list_scenarios(as_json):
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), help="Render the program for this backend.")
 def show(scenario, code, backend):
     """Show SCENARIO: ticket, topology, faults, hints (and with --code, the program diff)."""
-    from . import experiment, scenario as scenarios
-    from .faults import FAULT_KINDS_BY_ID
+    from . import experiment, render, scenario as scenarios
     from .plan import program_for
 
     loaded = scenarios.resolve(scenario)
@@ -175,29 +173,7 @@ def show(scenario, code, backend):
         else:
             click.echo(f"# {loaded.id} runs this program unchanged: its faults are in the launch.")
         return
-    topology = loaded.topology
-    lines = [
-        f"{loaded.id}: {loaded.title} (difficulty {loaded.difficulty})",
-        f"topology: {topology.nodes} node(s) x {topology.ranks_per_node} rank(s), backend {topology.backend}"
-        + (f", {topology.gpus_per_node} GPU(s) per node" if topology.gpus_per_node else "")
-        + (f"; needs {loaded.requires_gpus} GPU(s) live" if loaded.requires_gpus else "; live on CPU"),
-        f"timeout: {loaded.timeout_s:g}s",
-        "",
-        "Ticket:",
-        textwrap.indent(textwrap.fill(loaded.ticket, 96), "  "),
-        "",
-        "Faults:",
-    ]
-    for fault in loaded.faults or ():
-        kind = FAULT_KINDS_BY_ID[fault.kind]
-        params = ", ".join(f"{k}={v}" for k, v in fault.params.items())
-        lines.append(f"  - {fault.kind} on {fault.target.describe()}" + (f" ({params})" if params else "") + f": {kind.summary}")
-    if not loaded.faults:
-        lines.append("  (none: the healthy run)")
-    lines += ["", f"Expected: verdict {loaded.expect.verdict}; signatures {', '.join(loaded.expect.signatures) or '-'}"]
-    if loaded.hints:
-        lines += ["", "Hints:"] + [f"  {index}. {hint}" for index, hint in enumerate(loaded.hints, 1)]
-    click.echo("\n".join(lines))
+    click.echo(render.scenario_report(loaded))
 
 
 @main.command()

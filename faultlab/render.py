@@ -155,3 +155,34 @@ def suite_summary(results) -> str:
     if failed:
         lines.append("not reproduced: " + ", ".join(failed))
     return "\n".join(lines)
+
+
+def scenario_report(scenario: Scenario) -> str:
+    """What `faultlab show` prints: everything but the answer and the explanation."""
+    from .faults import FAULT_KINDS_BY_ID
+
+    topology = scenario.topology
+    lines = [
+        f"{scenario.id}: {scenario.title} (difficulty {scenario.difficulty})",
+        f"topology: {topology.nodes} node(s) x {topology.ranks_per_node} rank(s), backend {topology.backend}"
+        + (f", {topology.gpus_per_node} GPU(s) per node" if topology.gpus_per_node else "")
+        + (", each node on a simulated host" if topology.hosts else "")
+        + (f"; needs {scenario.requires_gpus} GPU(s) live" if scenario.requires_gpus else "; live on CPU"),
+        f"timeout: {scenario.timeout_s:g}s",
+        "",
+        "Ticket:",
+        textwrap.indent(textwrap.fill(scenario.ticket, 96), "  "),
+        "",
+        "Faults:",
+    ]
+    for fault in scenario.faults:
+        kind = FAULT_KINDS_BY_ID[fault.kind]
+        params = ", ".join(f"{key}={value}" for key, value in fault.params.items())
+        lines.append(f"  - {fault.kind} on {fault.target.describe()}" + (f" ({params})" if params else "") + f": {kind.summary}")
+    if not scenario.faults:
+        lines.append("  (none: the healthy run)")
+    signatures = scenario.expect.signatures + scenario.expect.gloo_signatures + scenario.expect.nccl_signatures
+    lines += ["", f"Expected: verdict {scenario.expect.verdict}; signatures {', '.join(signatures) or '-'}"]
+    if scenario.hints:
+        lines += ["", "Hints:"] + [f"  {index}. {hint}" for index, hint in enumerate(scenario.hints, 1)]
+    return "\n".join(lines)
