@@ -65,7 +65,7 @@ def private_loopback():
 # ---------------------------------------------------------------------------------------
 # Simulated hosts: one namespace per node, each with eth0 on a private bridge.
 
-HOSTS_SUBNET = "10.213.0"  # used only inside the namespaces faultlab makes
+HOSTS_SUBNET = "172.31.213"  # used only inside the namespaces faultlab makes
 UNANSWERED_ADDRESS = f"{HOSTS_SUBNET}.250"  # an address on the hosts' link where no host is
 NAMESPACE_PREFIX = "fl-"  # fl-<owner pid>-<run id>-<h0|h1|...|sw>
 NAMESPACE_DIR = "/var/run/netns"

@@ -124,6 +124,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "init_process_group ran again in a process whose group was never destroyed.",
     ),
     Signature(
+        "gloo-connect-failed",
+        "gloo could not connect to a peer's advertised address",
+        r"Gloo connectFullMesh failed",
+        "victim",
+        "Read remote=[...]: a peer advertised an address this rank cannot reach; 127.0.0.1 means "
+        "that peer's GLOO_SOCKET_IFNAME (or host name) points at its loopback.",
+    ),
+    Signature(
         "gloo-no-address",
         "gloo cannot find the socket interface",
         r"Unable to find address for",

@@ -26,7 +26,7 @@ def faultlab_namespaces() -> list[str]:
 def test_a_host_network_is_evidence(store):
     recording = runner.run_scenario(load(ROOT / "scenarios" / "firewall-master-port.yaml"), store)
     master = recording.capture.nodes[0].network
-    assert "10.213.0.1/24" in master and "tcp dport 29500 drop" in master and "LISTEN" in master
+    assert "172.31.213.1/24" in master and "tcp dport 29500 drop" in master and "LISTEN" in master
     assert "tcp dport" not in recording.capture.nodes[1].network
 
 
