@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 $(BIN)/faultlab: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q $(TORCH_SPEC)
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,fast]'
 	touch $@
 
 run: $(BIN)/faultlab  ## the main job: a real scenario, live, on CPU/gloo

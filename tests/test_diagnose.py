@@ -65,3 +65,16 @@ def test_long_file_streams_across_blocks(tmp_path):
     found = diagnose.diagnose([path])
     hit = next(e for e in found.evidence if e.signature == "default-pg-twice")
     assert hit.line_number == diagnose.BLOCK_BYTES // len(filler) + 11
+
+
+def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
+    pytest.importorskip("hyperscan")
+    text = (REFERENCE / "no_set_device_2.log").read_text() if REFERENCE.is_dir() else (
+        "[rank0]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60\n" * 3)
+    (tmp_path / "job.log").write_text(text + "[rank1]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: x/1\n")
+    fast = diagnose.diagnose([tmp_path])
+    finder = diagnose._LiteralFinder(diagnose._finder().literals)
+    finder.database = None
+    monkeypatch.setattr(diagnose, "_FINDER", finder)
+    slow = diagnose.diagnose([tmp_path])
+    assert fast.evidence == slow.evidence and fast.causes == slow.causes
