@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import os
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -177,6 +178,7 @@ class _LiteralFinder:
     def __init__(self, literals: list[tuple[bytes, str]]) -> None:
         self.literals = literals
         self.database = None
+        self.scratch = threading.local()  # Hyperscan's scratch space is one per scanning thread
         try:
             import hyperscan
         except ImportError:  # optional: the pure-Python search gives the same hits, slower
@@ -193,7 +195,11 @@ class _LiteralFinder:
             def on_match(index, start, end, flags, context):
                 found.append((end - len(self.literals[index][0]), self.literals[index][1]))
 
-            self.database.scan(block, match_event_handler=on_match)
+            if not hasattr(self.scratch, "space"):
+                import hyperscan
+
+                self.scratch.space = hyperscan.Scratch(self.database)
+            self.database.scan(block, match_event_handler=on_match, scratch=self.scratch.space)
             return found
         for literal, label in self.literals:
             start = block.find(literal)

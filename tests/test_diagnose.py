@@ -78,3 +78,13 @@ def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
     monkeypatch.setattr(diagnose, "_FINDER", finder)
     slow = diagnose.diagnose([tmp_path])
     assert fast.evidence == slow.evidence and fast.causes == slow.causes
+
+
+def test_many_files_are_read_in_parallel(tmp_path):
+    for rank in range(40):
+        line = ("[rank%d]: RuntimeError: corrupt sample in shard 7\n" % rank if rank == 7 else
+                "[rank%d]: RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1234\n" % rank)
+        (tmp_path / f"rank{rank}.log").write_text("step 1\n" * 1000 + line)
+    found = diagnose.diagnose([tmp_path], workers=4)
+    assert found.culprits == (7,)
+    assert found.victims == tuple(r for r in range(40) if r != 7)
