@@ -54,7 +54,8 @@ def main() -> None:
     print(f"logs: {found['files']} files, {found['bytes'] / 1e6:.2f} MB; diagnose took {diagnose_s:.2f}s")
     print(f"top cause: {found['causes'][0]['cause'] if found['causes'] else 'none'}")
     print(f"culprits named: {found['culprits']} (truth: [{args.culprit}])")
-    print(f"victims named: {len(found['victims'])} of {len(victims)}; all right: {found['victims'] == victims}")
+    print(f"victims named: {len(found['victims'])}, silent (torn down before logging an error): {len(found['silent'])}, "
+          f"together all the others: {sorted(found['victims'] + found['silent']) == victims}")
 
 
 if __name__ == "__main__":

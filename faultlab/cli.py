@@ -498,7 +498,9 @@ def diagnose_logs(ctx, paths, as_json, top):
             where = f"rank {item.rank}" if item.rank is not None else "?"
             click.echo(f"       {item.path}:{item.line_number} [{where}] {item.line[:160]}")
     click.echo(f"\nCulprits (their own errors): {', '.join(map(str, found.culprits)) or 'none told apart'}")
-    click.echo(f"Victims (waiting or torn down): {', '.join(map(str, found.victims)) or 'none told apart'}")
+    click.echo(f"Victims (waiting on others, or their connections cut): {', '.join(map(str, found.victims)) or 'none told apart'}")
+    if found.silent:
+        click.echo(f"Silent (no error of their own: torn down or still waiting): {', '.join(map(str, found.silent))}")
     if found.next_check:
         click.echo(f"\nNext check: {found.next_check}")
 

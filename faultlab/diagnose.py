@@ -117,6 +117,7 @@ class Diagnosis:
     evidence: tuple[Evidence, ...]
     culprits: tuple[int, ...]  # ranks with their own (culprit-side) errors
     victims: tuple[int, ...]  # ranks with only waiting/teardown errors
+    silent: tuple[int, ...]  # ranks known by their files that logged no error: torn down or still waiting
     error_lines: tuple[Evidence, ...]  # for "no known signature": the error lines seen
     next_check: str
     notes: tuple[str, ...]  # files skipped (binary, unreadable, empty)
@@ -311,6 +312,7 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
         return any(roles[i] == "culprit" for i in ids) or ("python-exception" in ids and not victim)
 
     culprits = tuple(sorted(rank for rank, ids in seen_on.items() if own_error(ids)))
+    named_by_file = {rank for rank in (_rank_of_path(path) for path in files) if rank is not None}
     victims = tuple(sorted(rank for rank, ids in seen_on.items()
                            if not own_error(ids) and any(roles[i] == "victim" for i in ids)))
     next_check = ""
@@ -324,6 +326,7 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
         evidence=tuple(evidence),
         culprits=culprits,
         victims=victims,
+        silent=tuple(sorted(named_by_file - set(seen_on))),
         error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
         next_check=next_check,
         notes=tuple(notes),

@@ -113,9 +113,17 @@ TRACED_CALLS = (
 )
 
 
-def slot_name(node: int, local_rank: int) -> str:
-    """The file stem of one worker's logs: node index in the plan and local rank."""
-    return f"node{node}-local{local_rank}"
+def slot_name(node: int, local_rank: int, rank: int | None = None) -> str:
+    """The file stem of one worker's logs: node index in the plan, local rank, and the global
+    rank its launcher gave it (so a log directory tells ranks apart by file name)."""
+    return f"node{node}-local{local_rank}" + ("" if rank is None else f"-rank{rank}")
+
+
+def find_slot(ranks_dir: Path, node: int, local_rank: int) -> Path | None:
+    """The stem of the files one worker wrote, if it started."""
+    base = slot_name(node, local_rank)
+    found = sorted(Path(ranks_dir).glob(f"{base}-rank*.events")) or sorted(Path(ranks_dir).glob(f"{base}.events"))
+    return found[0].with_suffix("") if found else None
 
 
 class PhaseLog:
@@ -216,9 +224,8 @@ FORK_BARRIER_LIMIT_S = 5.0
 
 
 def _wait_for_store_host_forks(ranks_dir: str, store_host_workers: int) -> None:
-    stems = [Path(ranks_dir) / slot_name(0, local) for local in range(store_host_workers)]
     end = time.monotonic() + FORK_BARRIER_LIMIT_S
-    while time.monotonic() < end and not all(stem.with_suffix(".events").exists() for stem in stems):
+    while time.monotonic() < end and not all(find_slot(ranks_dir, 0, local) for local in range(store_host_workers)):
         time.sleep(0.002)
 
 
@@ -243,7 +250,8 @@ def run_worker(
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if port_offsets and local_rank in port_offsets:
         os.environ["MASTER_PORT"] = str(master_port + port_offsets[local_rank])
-    stem = Path(ranks_dir) / slot_name(node, local_rank)
+    rank = os.environ.get("RANK", "")
+    stem = Path(ranks_dir) / slot_name(node, local_rank, int(rank) if rank.isdigit() else None)
     redirect_std_streams(stem.with_suffix(".stdout"), stem.with_suffix(".stderr"))
     phases = PhaseLog(stem.with_suffix(".events"))
     phases.emit(

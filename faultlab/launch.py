@@ -280,7 +280,7 @@ class _RunProcesses:
 
 def _started_worker_pids(ranks_dir: Path, node: int) -> list[int]:
     pids = []
-    for events in ranks_dir.glob(f"{experiment.slot_name(node, 0).rsplit('-', 1)[0]}-*.events"):
+    for events in ranks_dir.glob(f"node{node}-local*.events"):
         with open(events, encoding="utf-8") as lines:
             first = lines.readline()
         try:
@@ -536,7 +536,10 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
             )
         )
         for local_rank in range(node.nproc_per_node):
-            stem = run_dir / "ranks" / experiment.slot_name(node.index, local_rank)
+            ranks_dir = run_dir / "ranks"
+            stem = experiment.find_slot(ranks_dir, node.index, local_rank) or ranks_dir / experiment.slot_name(
+                node.index, local_rank
+            )
             events, fields = _read_events(stem.with_suffix(".events"), t0)
             stdout = _read_text(stem.with_suffix(".stdout"))
             pid = fields.get("pid")

@@ -18,7 +18,7 @@ from .records import RECORDING_FORMAT, Recording
 from .serial import RecordError, from_dict, to_dict
 
 DB_ENV = "FAULTLAB_DB"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS recordings (
     id TEXT PRIMARY KEY,
@@ -79,6 +79,13 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=30000")
             with self.transaction():
+                found = self._db.execute("PRAGMA user_version").fetchone()[0]
+                tables = self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+                if tables and found != SCHEMA_VERSION:
+                    raise EnvironmentProblem(
+                        f"{self.path}: written by another faultlab version (store schema {found}, this one reads "
+                        f"{SCHEMA_VERSION}); move it aside or choose another with --db"
+                    )
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")

@@ -86,7 +86,7 @@ def test_run_keeps_raw_logs(cli, tmp_path):
     logs = tmp_path / "logs"
     result = cli("run", "skipped-destroy", "--logs", logs)
     assert result.exit_code == ExitCode.OK, result.output
-    stderr = (logs / "run" / "ranks" / "node0-local1.stderr").read_text()
+    stderr = (logs / "run" / "ranks" / "node0-local1-rank1.stderr").read_text()
     assert "trying to initialize the default process group twice" in stderr
     assert (logs / "run" / "train.py").read_text().count("init_process_group") == 2
 
@@ -106,3 +106,15 @@ def test_run_that_does_not_reproduce_exits_1(cli, tmp_path):
     result = cli("run", path)
     assert result.exit_code == ExitCode.NOT_REPRODUCED
     assert "Reproduced: NO (verdict healthy, expected crashed)" in result.output
+
+
+def test_a_store_of_another_version_is_refused_cleanly(tmp_path, cli):
+    import sqlite3
+
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as db:
+        db.execute("CREATE TABLE recordings (id TEXT)")
+        db.execute("PRAGMA user_version=1")
+    result = cli("--db", old, "scores")
+    assert result.exit_code == ExitCode.ENVIRONMENT
+    assert "written by another faultlab version" in result.output and "Traceback" not in result.output
