@@ -13,7 +13,7 @@ from pathlib import Path
 from .drill import DrillResult
 from .errors import BadInput
 from .records import Recording
-from .serial import RecordError, from_dict, to_dict
+from .serial import RecordError, from_dict, read_json, to_dict
 from .store import Store
 
 BUNDLE_KIND = "faultlab-bundle"
@@ -44,12 +44,7 @@ def export(store: Store, path: Path, scenario_ids: tuple[str, ...] = (), trainee
 
 def read(path: Path) -> tuple[list[Recording], list[DrillResult]]:
     """Every record of a bundle, checked; BadInput names the first problem."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise BadInput(f"{path}: not a faultlab bundle: {error}") from None
+    document = read_json(path, "a faultlab bundle")
     if not isinstance(document, dict) or document.get("kind") != BUNDLE_KIND:
         raise BadInput(f"{path}: not a faultlab bundle")
     if document.get("format") != BUNDLE_FORMAT:

@@ -7,29 +7,21 @@ Each file says where, when and on which versions it was made.
 
 from __future__ import annotations
 
-import importlib.resources
 import json
-import os
 import re
 from pathlib import Path
 
 from .errors import BadInput
 from .records import Recording
-from .serial import RecordError, from_dict, to_dict
+from .scenario import shipped_dir
+from .serial import RecordError, from_dict, read_json, to_dict
 
 RECORDINGS_ENV = "FAULTLAB_RECORDINGS"
 FILE_FORMAT = 1
 
 
 def recordings_dir() -> Path:
-    """$FAULTLAB_RECORDINGS, else the source checkout's recordings/, else the installed copy."""
-    override = os.environ.get(RECORDINGS_ENV)
-    if override:
-        return Path(override)
-    checkout = Path(__file__).resolve().parent.parent / "recordings"
-    if checkout.is_dir():
-        return checkout
-    return Path(str(importlib.resources.files("faultlab.recordings")))
+    return shipped_dir(RECORDINGS_ENV, "recordings")
 
 
 def hardware_tag(recording: Recording) -> str:
@@ -54,12 +46,7 @@ def write(directory: Path, run: Recording, baseline: Recording) -> Path:
 
 def read(path: Path) -> tuple[Recording, Recording]:
     """The (run, baseline) pair of a recording file; BadInput names what is wrong."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise BadInput(f"{path}: not a recording file: {error}") from None
+    document = read_json(path, "a recording file")
     if not isinstance(document, dict) or document.get("format") != FILE_FORMAT:
         raise BadInput(f"{path}: not a faultlab recording of format {FILE_FORMAT}")
     try:

@@ -111,16 +111,20 @@ class Scenario:
 # Finding scenario files
 
 
-def scenarios_dir() -> Path:
-    """Where the shipped scenarios are: $FAULTLAB_SCENARIOS, else the source checkout's
-    scenarios/ (editable installs), else the copy a wheel installs as faultlab.scenarios."""
-    override = os.environ.get(SCENARIOS_ENV)
+def shipped_dir(env_var: str, folder: str) -> Path:
+    """Where shipped data lives: $env_var, else the source checkout's `folder` (editable
+    installs), else the copy a wheel installs as the package faultlab.<folder>."""
+    override = os.environ.get(env_var)
     if override:
         return Path(override)
-    checkout = Path(__file__).resolve().parent.parent / "scenarios"
+    checkout = Path(__file__).resolve().parent.parent / folder
     if checkout.is_dir():
         return checkout
-    return Path(str(importlib.resources.files("faultlab.scenarios")))
+    return Path(str(importlib.resources.files(f"faultlab.{folder}")))
+
+
+def scenarios_dir() -> Path:
+    return shipped_dir(SCENARIOS_ENV, "scenarios")
 
 
 def scenario_files() -> list[Path]:

@@ -16,6 +16,20 @@ class RecordError(ValueError):
     """A dict does not have the shape of the record it should become."""
 
 
+def read_json(path, what: str):
+    """The JSON document at `path`; BadInput ('not <what>') names the file and the problem."""
+    import json
+
+    from .errors import BadInput
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise BadInput(f"{path}: not {what}: {error}") from None
+
+
 def to_dict(record) -> dict:
     return dataclasses.asdict(record)
 
