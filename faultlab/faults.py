@@ -23,7 +23,6 @@ class NodeDraft:
     master_port_offset: int = 0
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     worker_port_offsets: dict[int, int] = dataclasses.field(default_factory=dict)
-    start_delay_s: float = 0.0
     master_addr: str | None = None
 
 
@@ -140,10 +139,6 @@ def _launch_nproc(draft: PlanDraft, target: Target, params: dict) -> None:
 
 def _duplicate_node_rank(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.nodes[target.index].node_rank = params["node_rank"]
-
-
-def _late_node(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.nodes[target.index].start_delay_s = params["delay_s"]
 
 
 def _crash(draft: PlanDraft, target: Target, params: dict) -> None:
@@ -286,15 +281,6 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         targets=("node",),
         apply=_duplicate_node_rank,
         params=(Param("node_rank", int, 0, "the --node_rank this node is launched with"),),
-    ),
-    FaultKind(
-        id="late-node",
-        summary="A node's launcher starts late.",
-        cause="straggler-rank",
-        layer="launch",
-        targets=("node",),
-        apply=_late_node,
-        params=(Param("delay_s", float, 10.0, "seconds after the other nodes"),),
     ),
     FaultKind(
         id="crash-before-collective",

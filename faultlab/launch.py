@@ -66,7 +66,6 @@ class NodeLaunch:
     master_port_offset: int = 0  # --master_port = the job's port + this
     env: tuple[tuple[str, str], ...] = ()  # extra environment of this node's launcher
     worker_port_offsets: tuple[tuple[int, int], ...] = ()  # (local_rank, offset) on MASTER_PORT
-    start_delay_s: float = 0.0  # the launcher starts this late
     master_addr: str | None = None  # --master_addr, where it differs from the job's
 
 
@@ -148,7 +147,6 @@ def _run_node_agent(
     os.environ.update(_node_environment(plan, node, run_id))
     exit_code = 1
     try:
-        time.sleep(node.start_delay_s)
         if plan.launcher == "python":
             _run_without_launcher(plan, node, master_port, run_dir)
         _note_worker_exits(Path(run_dir) / "ranks", node.index)

@@ -182,7 +182,9 @@ class SimulatedHosts:
         done = subprocess.run(["ip", "netns", "exec", self.name(index), "nft", "-f", "-"], input=script,
                               capture_output=True, text=True, timeout=30)
         if done.returncode:
-            raise RuntimeError(f"nft refused the rules for host {index}: {done.stderr.strip()}")
+            from .errors import EnvironmentProblem
+
+            raise EnvironmentProblem(f"nft refused the firewall rules for host {index}: {done.stderr.strip()}")
 
     def evidence(self, index: int) -> str:
         """What `ip addr`, `ip route`, `ss -ltn` and `nft list ruleset` show on the host now."""

@@ -129,7 +129,6 @@ def build_plan(
                 master_port_offset=node.master_port_offset,
                 env=tuple(sorted(node.env.items())),
                 worker_port_offsets=tuple(sorted(node.worker_port_offsets.items())),
-                start_delay_s=node.start_delay_s,
                 master_addr=node.master_addr,
             )
             for index, node in enumerate(draft.nodes)

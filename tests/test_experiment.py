@@ -46,3 +46,8 @@ def test_every_fault_kind_names_a_known_cause():
 def test_unknown_injection_point_is_refused():
     with pytest.raises(ValueError):
         experiment.CodePatch("nowhere")
+
+
+def test_every_fault_kind_is_exercised_by_a_shipped_scenario():
+    used = {fault.kind for path in shipped_scenarios() for fault in load(path).faults}
+    assert used == {kind.id for kind in faults.FAULT_KINDS}
