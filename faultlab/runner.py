@@ -205,7 +205,8 @@ def _replay(scenario: Scenario, run: Recording, baseline: Recording, name: str, 
     )
     recording = _record(scenario, run.capture, baseline, made, run.backend, run.debug, source, False,
                         baseline_note=run.baseline_note)
-    store.save(baseline)  # the replay's evidence travels with it (export); never a local baseline
+    if not store.has(baseline.id):  # a shipped baseline travels with its replay (export), never as a local one
+        store.save(baseline)
     store.save(recording)
     return recording
 

@@ -138,6 +138,9 @@ class Store:
             ),
         )
 
+    def has(self, recording_id: str) -> bool:
+        return self._db.execute("SELECT 1 FROM recordings WHERE id = ?", (recording_id,)).fetchone() is not None
+
     def get(self, recording_id: str) -> Recording:
         row = self._db.execute("SELECT body FROM recordings WHERE id = ?", (recording_id,)).fetchone()
         if row is None:
@@ -213,9 +216,7 @@ class Store:
     def import_bundle(self, recordings: list[Recording], drills: list) -> tuple[int, int]:
         """Add every record in one transaction (all or nothing); returns how many were new."""
         with self.transaction() as db:
-            new_recordings = sum(
-                1 for r in recordings if not db.execute("SELECT 1 FROM recordings WHERE id = ?", (r.id,)).fetchone()
-            )
+            new_recordings = sum(1 for r in recordings if not self.has(r.id))
             new_drills = sum(
                 1 for d in drills if not db.execute("SELECT 1 FROM drills WHERE id = ?", (d.id,)).fetchone()
             )

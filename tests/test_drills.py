@@ -190,3 +190,16 @@ def test_culprit_parsing_and_partial_credit():
     scenario = load(ROOT / "scenarios" / "wrong-master-port-rank.yaml")
     points, note = scoring._culprit_points(Target("node", 1), scenario.answer.culprit, 2)
     assert points == scoring.CULPRIT_POINTS / 2 and "node 1 holds it" in note
+
+
+@pytest.mark.live
+def test_replaying_a_stored_run_leaves_its_live_baseline_alone(cli, db):
+    assert cli("run", "wrong-reduce-op").exit_code == ExitCode.OK
+    with Store(db) as store:
+        (live,) = store.recordings("wrong-reduce-op", kind="run")
+        before = store.get(live.baseline_id)
+    drill_json(cli, "wrong-reduce-op", "--replay", "--trainee", "ivy", "--cause", "wrong-reduce-op",
+               "--culprit", "job", "--ranks", "0,1,2,3", "--fix", RIGHT_FIX["wrong-reduce-op"])
+    with Store(db) as store:
+        after = store.get(live.baseline_id)
+    assert after == before and after.live
