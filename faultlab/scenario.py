@@ -98,14 +98,6 @@ class Scenario:
     requires_gpus: int  # physical GPUs needed to run it live (0: runs on CPU)
     path: str
 
-    @property
-    def gpu_only(self) -> bool:
-        return self.requires_gpus > 0 and self.topology.backend == "nccl"
-
-    @property
-    def code_faults(self) -> tuple[FaultSpec, ...]:
-        return tuple(f for f in self.faults if FAULT_KINDS_BY_ID[f.kind].layer == "code")
-
 
 # ---------------------------------------------------------------------------------------
 # Finding scenario files
