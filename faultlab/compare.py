@@ -71,7 +71,7 @@ def compare(
             RankDelta(
                 node=rank.node,
                 local_rank=rank.local_rank,
-                rank=rank.rank if rank.rank is not None else rank.expected_rank,
+                rank=rank.shown_rank,
                 expected_value=expected,
                 observed_value=rank.value,
                 baseline_ending=reference.ending if reference else "absent",
@@ -93,7 +93,7 @@ def compare(
                 RankDelta(
                     node=reference.node,
                     local_rank=reference.local_rank,
-                    rank=reference.rank if reference.rank is not None else reference.expected_rank,
+                    rank=reference.shown_rank,
                     expected_value=expected,
                     observed_value=None,
                     baseline_ending=reference.ending,
@@ -166,8 +166,7 @@ def _first_failure(capture: Capture) -> str | None:
     failed = [r for r in capture.ranks if r.ending in ("exited", "signaled") and r.exit_code not in (0, None)]
     if failed:
         first = min(failed, key=lambda r: r.end_t)
-        shown = first.rank if first.rank is not None else first.expected_rank
-        return f"rank {shown} (node {first.node}) at {first.end_t:.2f}s, exit {first.exit_code}"
+        return f"rank {first.shown_rank} (node {first.node}) at {first.end_t:.2f}s, exit {first.exit_code}"
     broken_launchers = [n for n in capture.nodes if n.exit_code not in (0, None)]
     if broken_launchers:
         return f"node {broken_launchers[0].node} launcher, exit {broken_launchers[0].exit_code}"

@@ -34,65 +34,7 @@ ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"
 ERROR_LINES_KEPT = 20
 ERROR_LINE = "error-line"  # the finder's label for them
 
-# The literal fragments a line must contain for each signature to be tried on it.
-FRAGMENTS: dict[str, tuple[bytes, ...]] = {
-    "address-in-use": (b"address already in use", b"Address already in use", b"EADDRINUSE", b"errno: 98"),
-    "client-connect-timeout": (b"client socket has timed out",),
-    "no-route-to-host": (b"No route to host", b"failed to connect to any network address"),
-    "connection-refused": (b"onnection refused",),
-    "store-wait-timeout": (b"wait timeout after", b"waiting for keys"),
-    "rendezvous-clients-timeout": (b"waiting for clients",),
-    "store-recv-failed": (b"Failed to recv", b"recvValue failed"),
-    "connection-closed-by-peer": (b"Connection closed by peer", b"Connection reset by peer"),
-    "collective-timeout": (b"Timed out waiting", b"Watchdog caught collective"),
-    "duplicate-gpu": (b"Duplicate GPU detected",),
-    "invalid-device-ordinal": (b"invalid device ordinal",),
-    "destroy-not-called": (b"destroy_process_group() was not called",),
-    "default-pg-twice": (b"default process group twice",),
-    "gloo-connect-failed": (b"Gloo connectFullMesh failed",),
-    "gloo-no-address": (b"Unable to find address for",),
-    "nccl-no-interface": (b"o socket interface",),
-    "nccl-not-available": (b"NCCL built in", b"NCCL is not available", b"No CUDA GPUs", b"no NVIDIA driver",
-                           b"only supported with GPUs"),
-    "rank-env-missing": (b"expected, but not set", b"KeyError: 'LOCAL_RANK'"),
-    "collective-mismatch-detail": (b"ismatch between collective",),
-    "monitored-barrier-missing-ranks": (b"monitoredBarrier",),
-    "size-mismatch": (b"ismatch", b"not match", b"same size"),
-    "nccl-invalid-usage": (b"ncclInvalidUsage",),
-    "worker-torn-down": (b"closing signal SIGTERM", b"via signal SIGTERM"),
-    "killed-by-signal": (b"exitcode", b"received by PID"),
-    "child-failed": (b"Root Cause (first observed failure)",),
-    "python-exception": (b"Error: ", b"Exception: "),
-}
-
-# What a signature says about causes before any recording is counted: the catalog's view.
-PRIOR: dict[str, tuple[str, ...]] = {
-    "address-in-use": ("port-in-use", "duplicate-node-rank"),
-    "client-connect-timeout": ("wrong-master-port", "firewall", "wrong-master-addr"),
-    "no-route-to-host": ("wrong-master-addr", "link-down"),
-    "connection-refused": ("wrong-master-port", "firewall", "wrong-socket-interface"),
-    "store-wait-timeout": ("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
-    "rendezvous-clients-timeout": ("wrong-master-port", "wrong-master-addr", "firewall", "duplicate-node-rank"),
-    "store-recv-failed": ("rank-crash", "rank-as-device-id"),
-    "connection-closed-by-peer": ("rank-crash", "collective-mismatch", "link-down"),
-    "collective-timeout": ("straggler-rank", "collective-mismatch", "link-down"),
-    "duplicate-gpu": ("missing-set-device",),
-    "invalid-device-ordinal": ("rank-as-device-id", "too-few-gpus"),
-    "destroy-not-called": ("missing-destroy-process-group",),
-    "default-pg-twice": ("missing-destroy-process-group",),
-    "gloo-connect-failed": ("wrong-socket-interface", "firewall"),
-    "gloo-no-address": ("wrong-socket-interface",),
-    "nccl-no-interface": ("wrong-socket-interface",),
-    "nccl-not-available": ("nccl-without-gpu",),
-    "rank-env-missing": ("no-launcher",),
-    "collective-mismatch-detail": ("collective-mismatch",),
-    "monitored-barrier-missing-ranks": ("collective-mismatch", "straggler-rank"),
-    "size-mismatch": ("collective-mismatch",),
-    "killed-by-signal": ("rank-crash",),
-}
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
-# Lines that come with almost any failure: evidence to show, never a reason for a cause.
-NOT_A_REASON = frozenset({"python-exception", "child-failed", "worker-torn-down", "nccl-invalid-usage"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,7 +158,7 @@ _FINDER: _LiteralFinder | None = None
 def _finder() -> _LiteralFinder:
     global _FINDER
     if _FINDER is None:
-        literals = [(fragment, signature_id) for signature_id, fragments in FRAGMENTS.items() for fragment in fragments]
+        literals = [(literal.encode(), signature.id) for signature in SIGNATURES for literal in signature.literals]
         _FINDER = _LiteralFinder(literals + [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS])
     return _FINDER
 
@@ -283,11 +225,12 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     evidence = [item for scan in scans for item in scan.evidence]
     notes += [scan.note for scan in scans if scan.note]
     roles = {s.id: s.role for s in signatures}
+    suggests = {s.id: s.suggests for s in signatures}
     weights: collections.Counter = collections.Counter()
     supporting: dict[str, set[str]] = collections.defaultdict(set)
-    for signature_id in {item.signature for item in evidence} - NOT_A_REASON:
+    for signature_id in {item.signature for item in evidence if suggests[item.signature]}:
         learned = (cause_counts or {}).get(signature_id, collections.Counter())
-        candidates = collections.Counter({cause: 1.0 for cause in PRIOR.get(signature_id, ())})
+        candidates = collections.Counter({cause: 1.0 for cause in suggests[signature_id]})
         for cause, count in learned.items():
             candidates[cause] += 2.0 * count
         total = sum(candidates.values())

@@ -97,7 +97,7 @@ class DrillSession:
         capture = self.recording.capture
         origin = "" if self.recording.live else f"\n{self.recording.source}\n"
         rows = [
-            [r.rank if r.rank is not None else r.expected_rank, f"{r.node}/{r.local_rank}", value_text(r.value),
+            [r.shown_rank, f"{r.node}/{r.local_rank}", value_text(r.value),
              ending_text(r.ending, r.exit_code), r.last_phase,
              seconds_text(r.end_t - r.start_t if r.start_t is not None else None)]
             for r in capture.ranks
@@ -128,7 +128,7 @@ class DrillSession:
         )
 
     def rank_log(self, rank: int) -> str:
-        matches = [r for r in self.recording.capture.ranks if (r.rank if r.rank is not None else r.expected_rank) == rank]
+        matches = [r for r in self.recording.capture.ranks if r.shown_rank == rank]
         if not matches:
             raise BadInput(f"there is no rank {rank} in this job")
         self.used["log"] += 1

@@ -47,6 +47,11 @@ class RankCapture:
         return f"n{self.node}/l{self.local_rank}"
 
     @property
+    def shown_rank(self) -> int:
+        """The rank it was given, or (never started) the one a correct launch gives its slot."""
+        return self.rank if self.rank is not None else self.expected_rank
+
+    @property
     def last_phase(self) -> str:
         return self.events[-1].phase if self.events else "not started"
 

@@ -215,8 +215,7 @@ def timeline_svg(recording: Recording, title: str) -> str:
              f'<text x="4" y="16" font-size="13" font-weight="bold">{html.escape(title)}</text>']
     for index, rank in enumerate(ranks):
         y = 28 + index * row
-        shown = rank.rank if rank.rank is not None else rank.expected_rank
-        parts.append(f'<text x="4" y="{y + 13}" font-size="11">rank {shown} (n{rank.node}/l{rank.local_rank})</text>')
+        parts.append(f'<text x="4" y="{y + 13}" font-size="11">rank {rank.shown_rank} (n{rank.node}/l{rank.local_rank})</text>')
         for phase, begin, end in _segments(rank) if rank.events else []:
             colour = PHASE_COLOURS.get(phase, "#d9d9d9")
             parts.append(f'<rect x="{left + begin * scale:.1f}" y="{y}" width="{max((end - begin) * scale, 1):.1f}" '
@@ -244,8 +243,7 @@ def timeline_text(recording: Recording, width: int = 48) -> str:
         for phase, begin, end in _segments(rank) if rank.events else []:
             for cell in range(int(begin / span * (width - 1)), int(end / span * (width - 1)) + 1):
                 cells[min(cell, width - 1)] = letters.get(phase, "?")
-        shown = rank.rank if rank.rank is not None else rank.expected_rank
-        lines.append(f"rank {shown:>3} |{''.join(cells)}| {rank.ending.replace('_', ' ')} {rank.exit_code if rank.exit_code is not None else ''}".rstrip())
+        lines.append(f"rank {rank.shown_rank:>3} |{''.join(cells)}| {rank.ending.replace('_', ' ')} {rank.exit_code if rank.exit_code is not None else ''}".rstrip())
     lines.append(f"         0s{' ' * (width - 6)}{span:.2f}s   (. started  i init  - own work  A all_reduce  x destroy)")
     return "\n".join(lines)
 

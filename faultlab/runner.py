@@ -115,9 +115,8 @@ def baseline_for(
     keep = options.keep_logs / "baseline" if options.keep_logs else None
     capture = launch(plan, keep_logs=keep)
     found = symptoms.match_capture(capture)
-    healthy = compare.compare(capture, found, capture, found).verdict == "healthy" and all(
-        rank.value == compare.expected_value(capture.world_size) for rank in capture.ranks
-    )
+    # Against itself, only exits and values can deviate: N(N-1)/2 on every rank, exit 0.
+    healthy = compare.compare(capture, found, capture, found).verdict == "healthy"
     recording = Recording(
         id=_new_id(f"baseline-{topology}", "baseline"),
         format=RECORDING_FORMAT,

@@ -25,6 +25,11 @@ class Signature:
     role: Role
     meaning: str
     where: tuple[str, ...] = ("rank", "launcher")
+    # Literal fragments every matching line contains: diagnose searches for these first.
+    literals: tuple[str, ...] = ()
+    # The causes this line points at before any recording is counted (empty: it comes with
+    # almost any failure, so it is evidence to show but no reason for a cause).
+    suggests: tuple[str, ...] = ()
 
     @property
     def regex(self) -> re.Pattern:
@@ -38,6 +43,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?i)address already in use|EADDRINUSE|errno: 98\b",
         "culprit",
         "Something else already listens on MASTER_PORT on the master node.",
+        literals=('address already in use', 'Address already in use', 'EADDRINUSE', 'errno: 98'),
+        suggests=('port-in-use', 'duplicate-node-rank'),
     ),
     Signature(
         "client-connect-timeout",
@@ -45,6 +52,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"client socket has timed out after \d+m?s while trying to connect to \(",
         "culprit",
         "This process dialed host:port and nobody answered there: compare that port with node 0's.",
+        literals=('client socket has timed out',),
+        suggests=('wrong-master-port', 'firewall', 'wrong-master-addr'),
     ),
     Signature(
         "no-route-to-host",
@@ -52,6 +61,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"No route to host|failed to connect to any network address of",
         "culprit",
         "Nothing on the link answers for that address: a wrong MASTER_ADDR, or a host that is down.",
+        literals=('No route to host', 'failed to connect to any network address'),
+        suggests=('wrong-master-addr', 'link-down'),
     ),
     Signature(
         "connection-refused",
@@ -59,6 +70,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?i)connection refused",
         "culprit",
         "Nothing listens at the address dialed (or a firewall rejects it).",
+        literals=('onnection refused',),
+        suggests=('wrong-master-port', 'firewall', 'wrong-socket-interface'),
     ),
     Signature(
         "store-wait-timeout",
@@ -66,6 +79,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"wait timeout after \d+ms, keys: |Timed out after \d+ seconds waiting for keys",
         "victim",
         "This rank waited for other ranks to register; the keys name the ranks that never came.",
+        literals=('wait timeout after', 'waiting for keys'),
+        suggests=('straggler-rank', 'wrong-master-port', 'wrong-socket-interface', 'rank-crash'),
     ),
     Signature(
         "rendezvous-clients-timeout",
@@ -73,6 +88,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
         "victim",
         "Node 0's launcher waited for the other nodes' launchers, and not all came.",
+        literals=('waiting for clients',),
+        suggests=('wrong-master-port', 'wrong-master-addr', 'firewall', 'duplicate-node-rank'),
     ),
     Signature(
         "store-recv-failed",
@@ -80,6 +97,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl",
         "victim",
         "The store's server (node 0's launcher) went away: usually torn down after another failure.",
+        literals=('Failed to recv', 'recvValue failed'),
+        suggests=('rank-crash', 'rank-as-device-id'),
     ),
     Signature(
         "connection-closed-by-peer",
@@ -87,6 +106,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer",
         "victim",
         "The rank on the other end of a gloo pair died or was torn down: find which one.",
+        literals=('Connection closed by peer', 'Connection reset by peer'),
+        suggests=('rank-crash', 'collective-mismatch', 'link-down'),
     ),
     Signature(
         "collective-timeout",
@@ -94,6 +115,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Timed out waiting \d+ms for (?:recv|send) operation|Watchdog caught collective operation timeout",
         "victim",
         "This rank waited in a collective for a peer that never joined it.",
+        literals=('Timed out waiting', 'Watchdog caught collective'),
+        suggests=('straggler-rank', 'collective-mismatch', 'link-down'),
     ),
     Signature(
         "duplicate-gpu",
@@ -101,6 +124,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Duplicate GPU detected",
         "culprit",
         "Two ranks of one communicator use the same CUDA device: set_device(local_rank) is missing.",
+        literals=('Duplicate GPU detected',),
+        suggests=('missing-set-device',),
     ),
     Signature(
         "invalid-device-ordinal",
@@ -108,6 +133,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"invalid device ordinal",
         "culprit",
         "This rank asked for a CUDA device index the node does not have.",
+        literals=('invalid device ordinal',),
+        suggests=('rank-as-device-id', 'too-few-gpus'),
     ),
     Signature(
         "destroy-not-called",
@@ -115,6 +142,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"destroy_process_group\(\) was not called before program exit",
         "neutral",
         "The process group was never torn down; resources may leak.",
+        literals=('destroy_process_group() was not called',),
+        suggests=('missing-destroy-process-group',),
     ),
     Signature(
         "default-pg-twice",
@@ -122,6 +151,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"trying to initialize the default process group twice",
         "culprit",
         "init_process_group ran again in a process whose group was never destroyed.",
+        literals=('default process group twice',),
+        suggests=('missing-destroy-process-group',),
     ),
     Signature(
         "gloo-connect-failed",
@@ -130,6 +161,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "victim",
         "Read remote=[...]: a peer advertised an address this rank cannot reach; 127.0.0.1 means "
         "that peer's GLOO_SOCKET_IFNAME (or host name) points at its loopback.",
+        literals=('Gloo connectFullMesh failed',),
+        suggests=('wrong-socket-interface', 'firewall'),
     ),
     Signature(
         "gloo-no-address",
@@ -137,6 +170,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Unable to find address for",
         "culprit",
         "GLOO_SOCKET_IFNAME names an interface this host does not have.",
+        literals=('Unable to find address for',),
+        suggests=('wrong-socket-interface',),
     ),
     Signature(
         "nccl-no-interface",
@@ -144,6 +179,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?i)no socket interface found|Bootstrap : no socket interface",
         "culprit",
         "NCCL_SOCKET_IFNAME names an interface this host does not have.",
+        literals=('o socket interface',),
+        suggests=('wrong-socket-interface',),
     ),
     Signature(
         "nccl-not-available",
@@ -152,6 +189,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|ProcessGroupNCCL is only supported with GPUs",
         "culprit",
         "nccl was requested on a host (or a torch build) without CUDA GPUs.",
+        literals=('NCCL built in', 'NCCL is not available', 'No CUDA GPUs', 'no NVIDIA driver', 'only supported with GPUs'),
+        suggests=('nccl-without-gpu',),
     ),
     Signature(
         "rank-env-missing",
@@ -159,6 +198,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set|KeyError: 'LOCAL_RANK'",
         "culprit",
         "The script was not started by torchrun (or the launcher variables were wiped).",
+        literals=('expected, but not set', "KeyError: 'LOCAL_RANK'"),
+        suggests=('no-launcher',),
     ),
     Signature(
         "collective-mismatch-detail",
@@ -166,6 +207,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Detected mismatch between collectives on ranks|Mismatch between collective",
         "culprit",
         "Ranks called different collectives or shapes; the message names both sides.",
+        literals=('ismatch between collective',),
+        suggests=('collective-mismatch',),
     ),
     Signature(
         "monitored-barrier-missing-ranks",
@@ -173,6 +216,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Ranks? [\d, ]+ failed to pass monitoredBarrier",
         "victim",
         "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
+        literals=('monitoredBarrier',),
+        suggests=('collective-mismatch', 'straggler-rank'),
     ),
     Signature(
         "size-mismatch",
@@ -180,6 +225,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?i)(?:size|length) mismatch|sizes? (?:do|does) not match|Expected .* to have the same size",
         "culprit",
         "Ranks passed tensors of different shapes to one collective.",
+        literals=('ismatch', 'not match', 'same size'),
+        suggests=('collective-mismatch',),
     ),
     Signature(
         "nccl-invalid-usage",
@@ -187,6 +234,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"ncclInvalidUsage",
         "neutral",
         "NCCL rejected how it was called; the 'Last error' line says why.",
+        literals=('ncclInvalidUsage',),
     ),
     Signature(
         "worker-torn-down",
@@ -195,6 +243,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "victim",
         "The launcher killed the healthy workers of its node because another worker failed.",
         ("launcher",),
+        literals=('closing signal SIGTERM', 'via signal SIGTERM'),
     ),
     Signature(
         "killed-by-signal",
@@ -203,6 +252,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "culprit",
         "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback.",
         ("launcher",),
+        literals=('exitcode', 'received by PID'),
+        suggests=('rank-crash',),
     ),
     Signature(
         "child-failed",
@@ -211,6 +262,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "neutral",
         "The launcher's first observed failure, which can be a victim that timed out first.",
         ("launcher",),
+        literals=('Root Cause (first observed failure)',),
     ),
     Signature(
         "python-exception",
@@ -219,6 +271,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "neutral",
         "The last line of a traceback: the error as Python raised it.",
         ("rank",),
+        literals=('Error: ', 'Exception: '),
     ),
 )
 
@@ -255,9 +308,9 @@ def match_capture(capture: Capture) -> tuple[Symptom, ...]:
     rank_signatures = [s for s in SIGNATURES if "rank" in s.where]
     launcher_signatures = [s for s in SIGNATURES if "launcher" in s.where]
     for rank in capture.ranks:
-        shown_rank = rank.rank if rank.rank is not None else rank.expected_rank
         for signature_id, (line, count) in match_text(rank.stderr + "\n" + rank.stdout, rank_signatures).items():
-            symptoms.append(_symptom(signature_id, f"rank {shown_rank}", rank.node, rank.local_rank, shown_rank, line, count))
+            symptoms.append(_symptom(signature_id, f"rank {rank.shown_rank}", rank.node, rank.local_rank,
+                                     rank.shown_rank, line, count))
     for node in capture.nodes:
         for signature_id, (line, count) in match_text(node.log, launcher_signatures).items():
             symptoms.append(_symptom(signature_id, f"node {node.node} launcher", node.node, None, None, line, count))

@@ -104,3 +104,11 @@ def test_representative_line_is_the_error_not_the_raise():
     )
     line, count = symptoms.match_text(text)["default-pg-twice"]
     assert count == 2 and line.startswith("[rank0]: ValueError")
+
+
+def test_every_signature_can_be_found_by_diagnose_and_names_known_causes():
+    from faultlab.causes import CAUSES_BY_ID
+
+    for signature in symptoms.SIGNATURES:
+        assert signature.literals, f"{signature.id}: diagnose searches literals first and would never see it"
+        assert set(signature.suggests) <= set(CAUSES_BY_ID), signature.id
