@@ -200,6 +200,21 @@ CAUSES: tuple[Cause, ...] = (
         prevent="Monitor link state and error counters; keep checkpoints frequent enough to lose little.",
     ),
     Cause(
+        id="shm-exhausted",
+        title="/dev/shm is too small or not writable for NCCL",
+        what=(
+            "NCCL moves data between GPUs of one host through shared-memory segments in /dev/shm. "
+            "Containers get 64 MB of /dev/shm by default, which NCCL outgrows as soon as it builds "
+            "its rings; the communicator fails at init or at the first collective."
+        ),
+        confirm=(
+            "NCCL WARN 'Error while creating shared memory segment /dev/shm/nccl-...' or 'posix_fallocate "
+            "failed: No space left on device' (NCCL_DEBUG=WARN); `df -h /dev/shm` inside the container."
+        ),
+        fix="Give the container more shared memory (docker --shm-size=8g, or --ipc=host; an emptyDir of medium Memory on Kubernetes).",
+        prevent="Set the shm size in the job template of every GPU container; check it in a preflight.",
+    ),
+    Cause(
         id="nccl-without-gpu",
         title="The nccl backend on a host without GPUs",
         what="NCCL needs CUDA devices; on a CPU-only host (or a torch built without CUDA) init fails.",

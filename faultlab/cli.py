@@ -505,5 +505,27 @@ def diagnose_logs(ctx, paths, as_json, top):
         click.echo(f"\nNext check: {found.next_check}")
 
 
+
+@main.command(name="diagnose-accuracy")
+@click.argument("cases_file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def diagnose_accuracy(cases_file, as_json):
+    """Top-1 / top-3 accuracy of diagnose on logs whose cause is known (a YAML case list)."""
+    from tabulate import tabulate
+
+    from . import triage_accuracy
+
+    accuracy = triage_accuracy.evaluate(triage_accuracy.load_cases(cases_file))
+    rows = [[result.case.log.name, result.case.cause, result.position or "-", ", ".join(result.ranked[:3]) or "(none)"]
+            for result in accuracy.results]
+    if as_json:
+        _emit_json({"cases": len(rows), "causes": len(accuracy.causes), "top1": accuracy.top(1),
+                    "top3": accuracy.top(3), "results": [dict(zip(("log", "cause", "position", "ranked"), row))
+                                                          for row in rows]})
+        return
+    click.echo(tabulate(rows, headers=["log", "known cause", "ranked", "diagnose's top 3"]))
+    click.echo(f"\n{len(rows)} cases, {len(accuracy.causes)} causes: top-1 {accuracy.top(1):.1%}, "
+               f"top-3 {accuracy.top(3):.1%}")
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -35,6 +35,7 @@ ERROR_LINES_KEPT = 20
 ERROR_LINE = "error-line"  # the finder's label for them
 
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
+PRIOR_DECAY = 0.7  # a signature's suggested causes are listed most frequent first: each next one weighs 0.7 as much
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,7 +231,8 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     supporting: dict[str, set[str]] = collections.defaultdict(set)
     for signature_id in {item.signature for item in evidence if suggests[item.signature]}:
         learned = (cause_counts or {}).get(signature_id, collections.Counter())
-        candidates = collections.Counter({cause: 1.0 for cause in suggests[signature_id]})
+        candidates = collections.Counter({cause: PRIOR_DECAY ** order
+                                          for order, cause in enumerate(suggests[signature_id])})
         for cause, count in learned.items():
             candidates[cause] += 2.0 * count
         total = sum(candidates.values())

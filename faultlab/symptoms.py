@@ -27,8 +27,8 @@ class Signature:
     where: tuple[str, ...] = ("rank", "launcher")
     # Literal fragments every matching line contains: diagnose searches for these first.
     literals: tuple[str, ...] = ()
-    # The causes this line points at before any recording is counted (empty: it comes with
-    # almost any failure, so it is evidence to show but no reason for a cause).
+    # The causes this line points at before any recording is counted, the most frequent first
+    # (empty: it comes with almost any failure, so it is evidence to show but no reason for a cause).
     suggests: tuple[str, ...] = ()
 
     @property
@@ -49,10 +49,10 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "client-connect-timeout",
         "Client timed out connecting to the store",
-        r"client socket has timed out after \d+m?s while trying to connect to \(",
+        r"client socket has timed out after \d+m?s while trying to connect to|connect\(\) timed out\. Original timeout",
         "culprit",
         "This process dialed host:port and nobody answered there: compare that port with node 0's.",
-        literals=('client socket has timed out',),
+        literals=('client socket has timed out', 'connect() timed out'),
         suggests=('wrong-master-port', 'firewall', 'wrong-master-addr'),
     ),
     Signature(
@@ -76,10 +76,11 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "store-wait-timeout",
         "Store wait timed out for keys other ranks never wrote",
-        r"wait timeout after \d+ms, keys: |Timed out after \d+ seconds waiting for keys",
+        r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: Socket Timeout"
+        r"|waitForInput: socket .* timed out after \d+ms",
         "victim",
         "This rank waited for other ranks to register; the keys name the ranks that never came.",
-        literals=('wait timeout after', 'waiting for keys'),
+        literals=('wait timeout after', 'waiting for keys', 'Socket Timeout', 'waitForInput: socket'),
         suggests=('straggler-rank', 'wrong-master-port', 'wrong-socket-interface', 'rank-crash'),
     ),
     Signature(
@@ -112,10 +113,11 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "collective-timeout",
         "Collective timed out waiting for a peer",
-        r"Timed out waiting \d+ms for (?:recv|send) operation|Watchdog caught collective operation timeout",
+        r"Timed out waiting \d+ms for (?:recv|send) operation|Watchdog caught collective operation timeout"
+        r"|NCCL communicator was aborted",
         "victim",
         "This rank waited in a collective for a peer that never joined it.",
-        literals=('Timed out waiting', 'Watchdog caught collective'),
+        literals=('Timed out waiting', 'Watchdog caught collective', 'communicator was aborted'),
         suggests=('straggler-rank', 'collective-mismatch', 'link-down'),
     ),
     Signature(
@@ -134,15 +136,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "culprit",
         "This rank asked for a CUDA device index the node does not have.",
         literals=('invalid device ordinal',),
-        suggests=('rank-as-device-id', 'too-few-gpus'),
+        suggests=('too-few-gpus', 'rank-as-device-id'),
     ),
     Signature(
         "destroy-not-called",
         "destroy_process_group() was not called before exit",
-        r"destroy_process_group\(\) was not called before program exit",
+        r"destroy_process_group\(\) was not called before program exit|process group has NOT been destroyed before",
         "neutral",
         "The process group was never torn down; resources may leak.",
-        literals=('destroy_process_group() was not called',),
+        literals=('destroy_process_group() was not called', 'has NOT been destroyed'),
         suggests=('missing-destroy-process-group',),
     ),
     Signature(
@@ -176,20 +178,22 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "nccl-no-interface",
         "NCCL finds no socket interface",
-        r"(?i)no socket interface found|Bootstrap : no socket interface",
+        r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"
+        r"|is neither AF_INET\(2\) nor AF_INET6",
         "culprit",
         "NCCL_SOCKET_IFNAME names an interface this host does not have.",
-        literals=('o socket interface',),
+        literals=('o socket interface', 'o usable listening interface', 'is neither AF_INET'),
         suggests=('wrong-socket-interface',),
     ),
     Signature(
         "nccl-not-available",
         "The nccl backend is not available here",
         r"doesn't have NCCL built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
-        r"|ProcessGroupNCCL is only supported with GPUs",
+        r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled",
         "culprit",
         "nccl was requested on a host (or a torch build) without CUDA GPUs.",
-        literals=('NCCL built in', 'NCCL is not available', 'No CUDA GPUs', 'no NVIDIA driver', 'only supported with GPUs'),
+        literals=('NCCL built in', 'NCCL is not available', 'No CUDA GPUs', 'no NVIDIA driver', 'only supported with GPUs',
+                  'NCCL support is not compiled'),
         suggests=('nccl-without-gpu',),
     ),
     Signature(
@@ -237,22 +241,52 @@ SIGNATURES: tuple[Signature, ...] = (
         literals=('ncclInvalidUsage',),
     ),
     Signature(
+        "gloo-loopback-fallback",
+        "gloo fell back to the loopback address",
+        r"Unable to resolve hostname to a \(local\) address\. Using the loopback",
+        "culprit",
+        "The host name resolves to no local address, so gloo advertises 127.0.0.1 and its peers dial themselves.",
+        literals=('Unable to resolve hostname to a (local) address',),
+        suggests=('wrong-socket-interface',),
+    ),
+    Signature(
+        "out-of-memory",
+        "A rank ran out of GPU memory",
+        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory",
+        "culprit",
+        "This rank could not allocate GPU memory and died; the others then time out or are torn down.",
+        literals=('out of memory', 'OutOfMemoryError'),
+        suggests=('rank-crash',),
+    ),
+    Signature(
+        "nccl-shm-failed",
+        "NCCL cannot create its shared-memory segments",
+        r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"
+        r"|shm_open failed|insufficient shared memory",
+        "culprit",
+        "/dev/shm is too small (a container's 64 MB default) or not writable for NCCL's segments.",
+        literals=('shared memory segment', 'posix_fallocate failed', 'failed to extend /dev/shm', 'shm_open failed',
+                  'insufficient shared memory'),
+        suggests=('shm-exhausted',),
+    ),
+    Signature(
         "worker-torn-down",
         "Launcher tore workers down after a failure",
-        r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM",
+        r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM|^Killing subprocess \d+",
         "victim",
         "The launcher killed the healthy workers of its node because another worker failed.",
         ("launcher",),
-        literals=('closing signal SIGTERM', 'via signal SIGTERM'),
+        literals=('closing signal SIGTERM', 'via signal SIGTERM', 'Killing subprocess'),
     ),
     Signature(
         "killed-by-signal",
         "A worker was killed by a signal",
-        r"exitcode\s*:\s*-(?:9|6|11)\b|Signal (?:9|6|11) \(SIG[A-Z]+\) received by PID",
+        r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
+        r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal",
         "culprit",
         "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback.",
         ("launcher",),
-        literals=('exitcode', 'received by PID'),
+        literals=('exitcode', 'received by PID', 'terminated with signal', 'killed by signal'),
         suggests=('rank-crash',),
     ),
     Signature(
