@@ -179,10 +179,11 @@ SIGNATURES: tuple[Signature, ...] = (
         "nccl-no-interface",
         "NCCL finds no socket interface",
         r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"
-        r"|is neither AF_INET\(2\) nor AF_INET6",
+        r"|is neither AF_INET\(2\) nor AF_INET6|Socket creation failed : Address family not supported",
         "culprit",
         "NCCL_SOCKET_IFNAME names an interface this host does not have.",
-        literals=('o socket interface', 'o usable listening interface', 'is neither AF_INET'),
+        literals=('o socket interface', 'o usable listening interface', 'is neither AF_INET',
+                  'Address family not supported'),
         suggests=('wrong-socket-interface',),
     ),
     Signature(
@@ -199,10 +200,11 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "rank-env-missing",
         "Launcher variables missing (RANK, WORLD_SIZE, ...)",
-        r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set|KeyError: 'LOCAL_RANK'",
+        r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set|KeyError: 'LOCAL_RANK'"
+        r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)",
         "culprit",
         "The script was not started by torchrun (or the launcher variables were wiped).",
-        literals=('expected, but not set', "KeyError: 'LOCAL_RANK'"),
+        literals=('expected, but not set', "KeyError: 'LOCAL_RANK'", '_env_error('),
         suggests=('no-launcher',),
     ),
     Signature(
@@ -268,6 +270,15 @@ SIGNATURES: tuple[Signature, ...] = (
         literals=('shared memory segment', 'posix_fallocate failed', 'failed to extend /dev/shm', 'shm_open failed',
                   'insufficient shared memory'),
         suggests=('shm-exhausted',),
+    ),
+    Signature(
+        "nccl-system-error",
+        "NCCL: unhandled system error",
+        r"unhandled system error|ncclSystemError",
+        "culprit",
+        "A system call inside NCCL failed (shared memory, sockets); NCCL_DEBUG=WARN prints which one.",
+        literals=('unhandled system error', 'ncclSystemError'),
+        suggests=('shm-exhausted', 'wrong-socket-interface', 'firewall'),
     ),
     Signature(
         "worker-torn-down",
