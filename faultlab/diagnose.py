@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import os
 import re
+import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -199,27 +200,44 @@ def _scan_block(block: bytes, path, file_rank, line_base, signatures, kept, evid
     return line_base + block.count(b"\n")
 
 
-def log_files(paths: list[Path]) -> tuple[list[str], list[str]]:
-    """Every file under `paths`, and a note per path that is missing."""
-    files, notes = [], []
+def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
+    """Every regular file under `paths`; notes for what is skipped; the paths that do not exist.
+
+    Only regular files are read: a FIFO or a device among the logs would block or never end."""
+    files, notes, missing = [], [], []
+
+    def add(path: str) -> None:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as error:
+            notes.append(f"{path}: unreadable ({error.strerror or error})")
+            return
+        if stat.S_ISREG(mode):
+            files.append(path)
+        else:
+            notes.append(f"{path}: not a regular file, skipped")
+
     for path in paths:
         if path.is_dir():
-            for root, _, names in os.walk(path):
-                files += [os.path.join(root, name) for name in sorted(names)]
-        elif path.exists():
-            files.append(str(path))
+            for root, _, names in os.walk(path, onerror=lambda error: notes.append(
+                    f"{error.filename}: unreadable ({error.strerror or error})")):
+                for name in sorted(names):
+                    add(os.path.join(root, name))
+        elif os.path.lexists(path):
+            add(str(path))
         else:
-            notes.append(f"{path}: no such file or directory")
-    return files, notes
+            missing.append(f"{path}: no such file or directory")
+    return files, notes, missing
 
 
 def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | None = None,
              workers: int | None = None) -> Diagnosis:
     """Triage the logs at `paths`. `cause_counts[signature][cause]` counts recordings in
     which the signature appeared with that cause: evidence learned from the store."""
-    files, notes = log_files(paths)
-    if not files and notes:
-        raise BadInput("; ".join(notes))
+    files, notes, missing = log_files(paths)
+    if missing and not files:
+        raise BadInput("; ".join(missing))
+    notes += missing
     signatures = list(SIGNATURES)
     with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
         scans = list(pool.map(lambda path: _scan_file(path, signatures), files))

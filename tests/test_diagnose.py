@@ -91,3 +91,50 @@ def test_many_files_are_read_in_parallel(tmp_path):
     found = diagnose.diagnose([tmp_path], workers=4)
     assert found.culprits == (7,)
     assert found.victims == tuple(r for r in range(40) if r != 7)
+
+
+def test_fifos_devices_and_broken_links_are_skipped_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "pipe.log")  # open() on a FIFO blocks until a writer comes
+    os.symlink(tmp_path / "gone.log", tmp_path / "dangling.log")
+    os.symlink("/dev/zero", tmp_path / "zero.log")
+    (tmp_path / "rank0.log").write_text("[rank0]: RuntimeError: Address already in use\n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.causes[0].cause == "port-in-use" and found.files == 1
+    assert any("pipe.log: not a regular file" in note for note in found.notes)
+    assert any("zero.log: not a regular file" in note for note in found.notes)
+    assert any("dangling.log: unreadable" in note for note in found.notes)
+
+
+def test_a_2gb_file_streams_in_flat_memory(tmp_path):
+    """Past 2**31 bytes (32-bit offsets overflow there); the failure is the very last line."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "rank7.log"
+    chunk = (b"step 1200 loss 2.3141 lr 0.000300 tokens/s 181234\n" * 20000)[: 1 << 20]
+    chunk = chunk[: chunk.rfind(b"\n") + 1]
+    lines_per_chunk = chunk.count(b"\n")
+    chunks = (1 << 31) // len(chunk) + 1
+    with open(path, "wb") as out:
+        for _ in range(chunks):
+            out.write(chunk)
+        out.write(b"RuntimeError: CUDA error: invalid device ordinal\n")
+    assert path.stat().st_size > 1 << 31
+    measure = (
+        "import json, resource, sys\n"
+        "from pathlib import Path\n"
+        "from faultlab import diagnose\n"
+        "found = diagnose.diagnose([Path(sys.argv[1])])\n"
+        "print(json.dumps({'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,\n"
+        "                  'evidence': [(e.signature, e.rank, e.line_number) for e in found.evidence],\n"
+        "                  'bytes': found.bytes,\n"
+        "                  'top': found.causes[0].cause}))\n"
+    )
+    result = json.loads(subprocess.run([sys.executable, "-c", measure, str(path)], check=True,
+                                       capture_output=True, text=True, cwd=ROOT).stdout)
+    path.unlink()
+    assert result["bytes"] == chunks * len(chunk) + 49
+    assert ["invalid-device-ordinal", 7, chunks * lines_per_chunk + 1] in result["evidence"]
+    assert result["top"] == "too-few-gpus"
+    assert result["peak_mb"] < 200, result  # a few 4 MB blocks, never the file
