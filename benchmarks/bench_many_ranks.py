@@ -35,6 +35,8 @@ def main() -> None:
                         f"{{nodes: {args.nodes}, ranks_per_node: {args.ranks_per_node}, backend: gloo}}")
     text = text.replace("target: {rank: 2}", f"target: {{rank: {args.culprit}}}")
     text = text.replace("culprit: {rank: 2}", f"culprit: {{rank: {args.culprit}}}")
+    # Starting hundreds of workers on two cores takes far longer than the scenario's 5 s.
+    text = text.replace("timeout_s: 5", f"timeout_s: {max(5, world // 4)}")
     with tempfile.TemporaryDirectory(prefix="faultlab-bench-") as work:
         scenario = Path(work) / "rank-crash-many.yaml"
         scenario.write_text(text)

@@ -459,6 +459,18 @@ def runbook(ctx, output, fmt, causes, platform, recording_ids):
     click.echo(f"{output}: {len(book.sections)} symptoms from {len(book.recordings)} recordings")
 
 
+def _rank_ranges(ranks) -> str:
+    """(0, 1, 2, 3, 5, 7, 8) -> '0-3, 5, 7-8 (7 ranks)': thousands of ranks stay one line."""
+    spans: list[list[int]] = []
+    for rank in ranks:
+        if spans and rank == spans[-1][1] + 1:
+            spans[-1][1] = rank
+        else:
+            spans.append([rank, rank])
+    text = ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in spans)
+    return f"{text} ({len(ranks)} ranks)" if len(ranks) > 1 else text
+
+
 @main.command(name="diagnose")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
@@ -497,13 +509,12 @@ def diagnose_logs(ctx, paths, as_json, top):
         for item in [e for e in found.evidence if e.signature in ranked.signatures][:4]:
             where = f"rank {item.rank}" if item.rank is not None else "?"
             click.echo(f"       {item.path}:{item.line_number} [{where}] {item.line[:160]}")
-    click.echo(f"\nCulprits (their own errors): {', '.join(map(str, found.culprits)) or 'none told apart'}")
-    click.echo(f"Victims (waiting on others, or their connections cut): {', '.join(map(str, found.victims)) or 'none told apart'}")
+    click.echo(f"\nCulprits (their own errors): {_rank_ranges(found.culprits) or 'none told apart'}")
+    click.echo(f"Victims (waiting on others, or their connections cut): {_rank_ranges(found.victims) or 'none told apart'}")
     if found.silent:
-        click.echo(f"Silent (no error of their own: torn down or still waiting): {', '.join(map(str, found.silent))}")
+        click.echo(f"Silent (no error of their own: torn down or still waiting): {_rank_ranges(found.silent)}")
     if found.next_check:
         click.echo(f"\nNext check: {found.next_check}")
-
 
 
 @main.command(name="diagnose-accuracy")
@@ -526,6 +537,7 @@ def diagnose_accuracy(cases_file, as_json):
     click.echo(tabulate(rows, headers=["log", "known cause", "ranked", "diagnose's top 3"]))
     click.echo(f"\n{len(rows)} cases, {len(accuracy.causes)} causes: top-1 {accuracy.top(1):.1%}, "
                f"top-3 {accuracy.top(3):.1%}")
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -245,25 +245,6 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     notes += [scan.note for scan in scans if scan.note]
     roles = {s.id: s.role for s in signatures}
     suggests = {s.id: s.suggests for s in signatures}
-    weights: collections.Counter = collections.Counter()
-    supporting: dict[str, set[str]] = collections.defaultdict(set)
-    for signature_id in {item.signature for item in evidence if suggests[item.signature]}:
-        learned = (cause_counts or {}).get(signature_id, collections.Counter())
-        candidates = collections.Counter({cause: PRIOR_DECAY ** order
-                                          for order, cause in enumerate(suggests[signature_id])})
-        for cause, count in learned.items():
-            candidates[cause] += 2.0 * count
-        total = sum(candidates.values())
-        weight = CULPRIT_WEIGHT if roles[signature_id] == "culprit" else 1.0
-        for cause, value in candidates.items():
-            weights[cause] += weight * value / total
-            supporting[cause].add(signature_id)
-    grand = sum(weights.values()) or 1.0
-    causes = tuple(
-        RankedCause(cause, round(value / grand, 3), tuple(sorted(supporting[cause])))
-        for cause, value in weights.most_common()
-        if cause in CAUSES_BY_ID
-    )
     seen_on: dict[int, set[str]] = collections.defaultdict(set)
     for item in evidence:
         if item.rank is not None:
@@ -278,6 +259,29 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     named_by_file = {rank for rank in (_rank_of_path(path) for path in files) if rank is not None}
     victims = tuple(sorted(rank for rank, ids in seen_on.items()
                            if not own_error(ids) and any(roles[i] == "victim" for i in ids)))
+    weights: collections.Counter = collections.Counter()
+    supporting: dict[str, set[str]] = collections.defaultdict(set)
+    for signature_id in {item.signature for item in evidence if suggests[item.signature]}:
+        learned = (cause_counts or {}).get(signature_id, collections.Counter())
+        candidates = collections.Counter({cause: PRIOR_DECAY ** order
+                                          for order, cause in enumerate(suggests[signature_id])})
+        for cause, count in learned.items():
+            candidates[cause] += 2.0 * count
+        total = sum(candidates.values())
+        weight = CULPRIT_WEIGHT if roles[signature_id] == "culprit" else 1.0
+        for cause, value in candidates.items():
+            weights[cause] += weight * value / total
+            supporting[cause].add(signature_id)
+    if victims and any(not any(roles[i] == "culprit" and suggests[i] for i in seen_on[rank]) for rank in culprits):
+        # A rank died of an error of its own that no signature names, while others waited on it.
+        weights["rank-crash"] += CULPRIT_WEIGHT
+        supporting["rank-crash"].add("python-exception")
+    grand = sum(weights.values()) or 1.0
+    causes = tuple(
+        RankedCause(cause, round(value / grand, 3), tuple(sorted(supporting[cause])))
+        for cause, value in weights.most_common()
+        if cause in CAUSES_BY_ID
+    )
     next_check = ""
     if len(causes) >= 2:
         first, second = CAUSES_BY_ID[causes[0].cause], CAUSES_BY_ID[causes[1].cause]

@@ -181,7 +181,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"
         r"|is neither AF_INET\(2\) nor AF_INET6|Socket creation failed : Address family not supported",
         "culprit",
-        "NCCL_SOCKET_IFNAME names an interface this host does not have.",
+        "NCCL has no usable socket interface: NCCL_SOCKET_IFNAME names one this host lacks, or the "
+        "container has nothing but loopback.",
         literals=('o socket interface', 'o usable listening interface', 'is neither AF_INET',
                   'Address family not supported'),
         suggests=('wrong-socket-interface',),

@@ -138,3 +138,23 @@ def test_a_2gb_file_streams_in_flat_memory(tmp_path):
     assert ["invalid-device-ordinal", 7, chunks * lines_per_chunk + 1] in result["evidence"]
     assert result["top"] == "too-few-gpus"
     assert result["peak_mb"] < 200, result  # a few 4 MB blocks, never the file
+
+
+def test_an_own_traceback_among_waiting_ranks_reads_as_a_crash(tmp_path):
+    (tmp_path / "job.log").write_text(
+        "[rank3]: RuntimeError: corrupt sample in shard 3\n"
+        + "".join(f"[rank{r}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /x/3\n" for r in (0, 1, 2))
+    )
+    found = diagnose.diagnose([tmp_path])
+    assert found.causes[0].cause == "rank-crash" and found.culprits == (3,) and found.victims == (0, 1, 2)
+
+
+def test_rank_lists_are_ranges(cli, tmp_path):
+    (tmp_path / "job.log").write_text(
+        "[rank300]: RuntimeError: corrupt sample\n"
+        + "".join(f"[rank{r}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: x\n"
+                  for r in range(512) if r != 300)
+    )
+    result = cli("diagnose", tmp_path)
+    assert "Culprits (their own errors): 300\n" in result.output
+    assert "Victims (waiting on others, or their connections cut): 0-299, 301-511 (511 ranks)" in result.output
