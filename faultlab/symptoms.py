@@ -74,6 +74,36 @@ SIGNATURES: tuple[Signature, ...] = (
         suggests=('wrong-master-port', 'firewall', 'wrong-socket-interface'),
     ),
     Signature(
+        "client-connect-failed",
+        "Client could not connect to the store's address",
+        r"client socket has failed to connect to .*\((?:errno|system error): (?:110|111|113|10049|10060|10061)\b",
+        "culprit",
+        "This process could not reach MASTER_ADDR:MASTER_PORT: the address is wrong or unreachable, "
+        "or a firewall is in the way.",
+        literals=('client socket has failed to connect',),
+        suggests=('wrong-master-addr', 'firewall', 'wrong-master-port'),
+    ),
+    Signature(
+        "rendezvous-connect-failed",
+        "The launcher could not reach the rendezvous store",
+        r"RendezvousConnectionError|connection to the C10d store has failed",
+        "culprit",
+        "This node's launcher could not connect to --rdzv_endpoint: wrong host or port, or blocked.",
+        ("launcher",),
+        literals=('RendezvousConnectionError', 'connection to the C10d store has failed'),
+        suggests=('wrong-master-addr', 'firewall', 'wrong-master-port'),
+    ),
+    Signature(
+        "rendezvous-timeout",
+        "The rendezvous timed out waiting for nodes",
+        r"RendezvousTimeoutError",
+        "victim",
+        "This launcher waited for the other nodes to join the rendezvous; some never came.",
+        ("launcher",),
+        literals=('RendezvousTimeoutError',),
+        suggests=('wrong-master-addr', 'firewall', 'world-size-mismatch'),
+    ),
+    Signature(
         "store-wait-timeout",
         "Store wait timed out for keys other ranks never wrote",
         r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: Socket Timeout"
@@ -109,6 +139,25 @@ SIGNATURES: tuple[Signature, ...] = (
         "The rank on the other end of a gloo pair died or was torn down: find which one.",
         literals=('Connection closed by peer', 'Connection reset by peer'),
         suggests=('rank-crash', 'collective-mismatch', 'link-down'),
+    ),
+    Signature(
+        "nccl-connect-failed",
+        "NCCL could not connect to a peer",
+        r"NCCL WARN .*Connect to \S+ failed|Call to connect (?:returned|failed)",
+        "culprit",
+        "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
+        "(docker0, a veth, a second NIC) was chosen, or a firewall drops NCCL's ports.",
+        literals=('Connect to ', 'Call to connect'),
+        suggests=('wrong-socket-interface', 'firewall', 'wrong-master-addr'),
+    ),
+    Signature(
+        "nccl-remote-error",
+        "NCCL lost a peer",
+        r"remote process exited or there was a network error|ncclRemoteError|Connection closed by remote peer",
+        "victim",
+        "The NCCL peer on the other end went away: it crashed, or the link between them failed.",
+        literals=('remote process exited', 'ncclRemoteError', 'Connection closed by remote peer'),
+        suggests=('rank-crash', 'link-down', 'firewall'),
     ),
     Signature(
         "collective-timeout",

@@ -163,3 +163,21 @@ def test_rank_lists_are_ranges(cli, tmp_path):
     result = cli("diagnose", tmp_path)
     assert "Culprits (their own errors): 300\n" in result.output
     assert "Victims (waiting on others, or their connections cut): 0-299, 301-511 (511 ranks)" in result.output
+
+
+@pytest.mark.parametrize("line, signature", [
+    ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [10.1.2.3]:29500 "
+     "(errno: 110 - Connection timed out).", "client-connect-failed"),
+    ("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has "
+     "failed. See inner exception for details.", "rendezvous-connect-failed"),
+    ('    "message": "RendezvousTimeoutError: ",', "rendezvous-timeout"),
+    ("host:41449:43711 [6] include/socket.h:390 NCCL WARN Connect to 10.38.10.112<21724> failed : Connection refused",
+     "nccl-connect-failed"),
+    ("host:39964:40044 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node1<57557>",
+     "nccl-remote-error"),
+    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there "
+     "was a network error, NCCL version 2.21.5", "nccl-remote-error"),
+])
+def test_network_wordings_of_torch_and_nccl(tmp_path, line, signature):
+    (tmp_path / "job.log").write_text(line + "\n")
+    assert signature in {item.signature for item in diagnose.diagnose([tmp_path]).evidence}
