@@ -181,3 +181,12 @@ def test_rank_lists_are_ranges(cli, tmp_path):
 def test_network_wordings_of_torch_and_nccl(tmp_path, line, signature):
     (tmp_path / "job.log").write_text(line + "\n")
     assert signature in {item.signature for item in diagnose.diagnose([tmp_path]).evidence}
+
+
+def test_mpirun_and_srun_rank_labels(tmp_path):
+    (tmp_path / "mpi.log").write_text(
+        "[1,2]<stdout>:host:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000\n")
+    (tmp_path / "srun.log").write_text(
+        " 5: torch.distributed.DistStoreError: wait timeout after 600000ms, keys: /default_pg/0//cuda//0/2\n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.culprits == (2,) and found.victims == (5,)
