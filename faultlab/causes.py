@@ -201,15 +201,17 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         id="shm-exhausted",
-        title="/dev/shm is too small or not writable for NCCL",
+        title="/dev/shm is too small or not writable (NCCL, DataLoader workers)",
         what=(
             "NCCL moves data between GPUs of one host through shared-memory segments in /dev/shm. "
             "Containers get 64 MB of /dev/shm by default, which NCCL outgrows as soon as it builds "
-            "its rings; the communicator fails at init or at the first collective."
+            "its rings; the communicator fails at init or at the first collective. DataLoader workers "
+            "pass batches through /dev/shm too, and die of a bus error when it is full."
         ),
         confirm=(
             "NCCL WARN 'Error while creating shared memory segment /dev/shm/nccl-...' or 'posix_fallocate "
-            "failed: No space left on device' (NCCL_DEBUG=WARN); `df -h /dev/shm` inside the container."
+            "failed: No space left on device' (NCCL_DEBUG=WARN), or 'DataLoader worker ... killed by signal: Bus "
+            "error'; `df -h /dev/shm` inside the container."
         ),
         fix="Give the container more shared memory (docker --shm-size=8g, or --ipc=host; an emptyDir of medium Memory on Kubernetes).",
         prevent="Set the shm size in the job template of every GPU container; check it in a preflight.",

@@ -518,15 +518,15 @@ def diagnose_logs(ctx, paths, as_json, top):
 
 
 @main.command(name="diagnose-accuracy")
-@click.argument("cases_file", type=click.Path(path_type=Path))
+@click.argument("case_files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
-def diagnose_accuracy(cases_file, as_json):
-    """Top-1 / top-3 accuracy of diagnose on logs whose cause is known (a YAML case list)."""
+def diagnose_accuracy(case_files, as_json):
+    """Top-1 / top-3 accuracy of diagnose on logs whose cause is known (YAML case lists)."""
     from tabulate import tabulate
 
     from . import triage_accuracy
 
-    accuracy = triage_accuracy.evaluate(triage_accuracy.load_cases(cases_file))
+    accuracy = triage_accuracy.evaluate([case for path in case_files for case in triage_accuracy.load_cases(path)])
     rows = [[result.case.log.name, result.case.cause, result.position or "-", ", ".join(result.ranked[:3]) or "(none)"]
             for result in accuracy.results]
     if as_json:

@@ -314,11 +314,19 @@ SIGNATURES: tuple[Signature, ...] = (
         "nccl-shm-failed",
         "NCCL cannot create its shared-memory segments",
         r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"
-        r"|shm_open failed|insufficient shared memory",
+        r"|shm_open failed",
         "culprit",
         "/dev/shm is too small (a container's 64 MB default) or not writable for NCCL's segments.",
-        literals=('shared memory segment', 'posix_fallocate failed', 'failed to extend /dev/shm', 'shm_open failed',
-                  'insufficient shared memory'),
+        literals=('shared memory segment', 'posix_fallocate failed', 'failed to extend /dev/shm', 'shm_open failed'),
+        suggests=('shm-exhausted',),
+    ),
+    Signature(
+        "dataloader-bus-error",
+        "A DataLoader worker died of a bus error (shared memory)",
+        r"killed by signal: Bus error|insufficient shared memory",
+        "culprit",
+        "DataLoader workers hand batches over through /dev/shm; a full /dev/shm kills them with SIGBUS.",
+        literals=('killed by signal: Bus error', 'insufficient shared memory'),
         suggests=('shm-exhausted',),
     ),
     Signature(
@@ -343,11 +351,11 @@ SIGNATURES: tuple[Signature, ...] = (
         "killed-by-signal",
         "A worker was killed by a signal",
         r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
-        r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal",
+        r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed",
         "culprit",
         "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback.",
         ("launcher",),
-        literals=('exitcode', 'received by PID', 'terminated with signal', 'killed by signal'),
+        literals=('exitcode', 'received by PID', 'terminated with signal', 'killed by signal: Killed'),
         suggests=('rank-crash',),
     ),
     Signature(

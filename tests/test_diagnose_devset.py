@@ -10,7 +10,10 @@ from conftest import ROOT
 DEVSET = ROOT / "tests" / "diagnose_devset"
 
 
-@pytest.mark.parametrize("name", ["cases.yaml", "heldout.yaml"])
+SETS = ["cases.yaml", "heldout.yaml", "heldout-2.yaml"]
+
+
+@pytest.mark.parametrize("name", SETS)
 def test_every_case_is_sourced_and_readable(name):
     cases = triage_accuracy.load_cases(DEVSET / name)
     for case in cases:
@@ -20,7 +23,7 @@ def test_every_case_is_sourced_and_readable(name):
 
 
 def test_development_set_accuracy():
-    cases = triage_accuracy.load_cases(DEVSET / "cases.yaml") + triage_accuracy.load_cases(DEVSET / "heldout.yaml")
+    cases = [case for name in SETS for case in triage_accuracy.load_cases(DEVSET / name)]
     accuracy = triage_accuracy.evaluate(cases)
     assert len(cases) >= 30 and len(accuracy.causes) >= 8
     misses = [(r.case.log.name, r.case.cause, r.ranked[:3]) for r in accuracy.results if r.position != 1]
