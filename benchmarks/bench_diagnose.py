@@ -1,11 +1,13 @@
 """diagnose throughput and memory, side by side for growing inputs of real log text.
 
-    python benchmarks/bench_diagnose.py [--sizes 50,100,200]   (MB)
+    python benchmarks/bench_diagnose.py [--sizes 50,100,200] [--files 2000]   (MB)
 
 The text is real torch output (the stderr of faultlab's own runs and NCCL's reference
 lines), repeated to each size. Each size is read by a fresh process; the table shows MB/s
-and the peak memory of that process (flat memory: the same for every size). The goal is
->= 200 MB/s on the 2-core machine this project is built on.
+and the peak memory of its largest process (flat memory: the same for every size). The goal is
+>= 200 MB/s on the 2-core machine this project is built on. Then the largest size is split
+into --files per-rank files, as a job of that many ranks leaves them, and read by one
+process and by diagnose's default (a process per core), side by side.
 """
 
 from __future__ import annotations
@@ -38,16 +40,26 @@ import json, resource, sys, time
 from pathlib import Path
 from faultlab import diagnose
 start = time.perf_counter()
-found = diagnose.diagnose([Path(sys.argv[1])])
+found = diagnose.diagnose([Path(sys.argv[1])], workers=int(sys.argv[2]) or None)
 seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "bytes": found.bytes, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the (large) benchmark process.
+own_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
+print(json.dumps({"seconds": seconds, "bytes": found.bytes, "culprits": found.culprits,
+                  "peak_kb": max(own_kb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss),
                   "top": found.causes[0].cause if found.causes else None}))
 """
+
+
+def measure(path: Path, workers: int = 0) -> dict:
+    """diagnose on `path` in a fresh process; workers 0: diagnose's default (a process per core)."""
+    return json.loads(subprocess.run([sys.executable, "-c", MEASURE, str(path), str(workers)], capture_output=True,
+                                     text=True, check=True).stdout)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="50,100,200", help="input sizes in MB")
+    parser.add_argument("--files", type=int, default=2000, help="per-rank files the largest size is split into")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="faultlab-bench-") as work:
         block = (SAMPLE * 2000).encode()
@@ -60,11 +72,24 @@ def main() -> None:
                     out.write(block)
                     written += len(block)
                 out.write(ERRORS.encode())
-            result = json.loads(subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True,
-                                               text=True, check=True).stdout)
+            result = measure(path)
             megabytes = result["bytes"] / 1e6
             print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}")
             path.unlink()
+        ranks = Path(work) / "ranks"
+        ranks.mkdir()
+        per_file = block[: (size << 20) // args.files]
+        per_file = per_file[: per_file.rfind(b"\n") + 1]
+        for rank in range(args.files):
+            # rank 7 fails on its own; every other rank waits for it
+            tail = ERRORS.splitlines()[1].replace("[rank1]", "[rank7]") if rank == 7 else ERRORS.splitlines()[0].replace(
+                "[rank3]", f"[rank{rank}]")
+            (ranks / f"rank{rank}.log").write_bytes(per_file + tail.encode() + b"\n")
+        serial, parallel = measure(ranks, workers=1), measure(ranks)
+        megabytes = serial["bytes"] / 1e6
+        print(f"\n{args.files} per-rank files, {megabytes:.0f} MB: one process {megabytes / serial['seconds']:.0f} MB/s, "
+              f"a process per core {megabytes / parallel['seconds']:.0f} MB/s (speed-up {serial['seconds'] / parallel['seconds']:.2f}); "
+              f"culprits {parallel['culprits']}")
 
 
 if __name__ == "__main__":

@@ -4,19 +4,22 @@ Logs are streamed in large blocks (memory stays flat however big the input): eac
 signature has literal fragments that any matching line must contain. One multi-literal
 pass over a block finds them all (Hyperscan, where installed: several GB/s; else one
 bytes.find pass per fragment, about 100 MB/s); only lines holding a fragment are decoded
-and matched against the full pattern. Ranks are read from `[rankN]:` prefixes, or from the file's name and path
-(rank3.log, rank_3/stderr.txt).
+and matched against the full pattern. Ranks are read from `[rankN]:`-style prefixes, or from
+the file's name and path (rank3.log, rank_3/stderr.txt). Large inputs are shared out to
+forked processes, whole files each.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
+import multiprocessing
 import os
 import re
 import stat
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from .causes import CAUSES_BY_ID
@@ -25,6 +28,8 @@ from .symptoms import SIGNATURES, Signature
 
 BLOCK_BYTES = 4 << 20
 BINARY_SNIFF_BYTES = 4096
+PARALLEL_MIN_BYTES = 32 << 20  # below this, starting processes costs more than it saves
+MAX_WORKERS = 16
 LINES_PER_SIGNATURE = 3  # evidence lines kept per signature and source
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # torch's [rankN]: and [Rank N], mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ".
@@ -232,6 +237,21 @@ def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
     return files, notes, missing
 
 
+def _scan_all(files: list[str], signatures: list[Signature], workers: int | None) -> list[_FileScan]:
+    """Scan every file: in this process, or across forked processes where there is enough to share.
+
+    The scan is CPU-bound and holds the GIL, so threads only add contention (measured slower
+    than one thread); processes take whole files each. Forking a process that runs other
+    threads is unsafe, so such a caller scans here."""
+    workers = min(workers or len(os.sched_getaffinity(0)), len(files), MAX_WORKERS)
+    total = sum(os.path.getsize(path) for path in files)
+    if workers < 2 or total < PARALLEL_MIN_BYTES or threading.active_count() > 1:
+        return [_scan_file(path, signatures) for path in files]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        chunk = max(1, len(files) // (workers * 8))  # many files per task: fewer round trips, still balanced
+        return list(pool.map(_scan_file, files, itertools.repeat(signatures), chunksize=chunk))
+
+
 def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | None = None,
              workers: int | None = None) -> Diagnosis:
     """Triage the logs at `paths`. `cause_counts[signature][cause]` counts recordings in
@@ -241,8 +261,7 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
         raise BadInput("; ".join(missing))
     notes += missing
     signatures = list(SIGNATURES)
-    with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
-        scans = list(pool.map(lambda path: _scan_file(path, signatures), files))
+    scans = _scan_all(files, signatures, workers)
     evidence = [item for scan in scans for item in scan.evidence]
     notes += [scan.note for scan in scans if scan.note]
     roles = {s.id: s.role for s in signatures}

@@ -190,3 +190,23 @@ def test_mpirun_and_srun_rank_labels(tmp_path):
         " 5: torch.distributed.DistStoreError: wait timeout after 600000ms, keys: /default_pg/0//cuda//0/2\n")
     found = diagnose.diagnose([tmp_path])
     assert found.culprits == (2,) and found.victims == (5,)
+
+
+def test_processes_find_what_one_process_finds(tmp_path, monkeypatch):
+    pools = []
+
+    class CountedPool(diagnose.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(kwargs["max_workers"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(diagnose, "ProcessPoolExecutor", CountedPool)
+    line = b"step 1200 loss 2.3141 lr 0.000300 tokens/s 181234\n"
+    filler = line * (diagnose.PARALLEL_MIN_BYTES // 3 // len(line) + 1)
+    for rank in range(3):
+        tail = ("[rank1]: RuntimeError: corrupt sample in shard 1\n" if rank == 1 else
+                f"[rank{rank}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /x/1\n")
+        (tmp_path / f"rank{rank}.log").write_bytes(filler + tail.encode())
+    serial, parallel = diagnose.diagnose([tmp_path], workers=1), diagnose.diagnose([tmp_path], workers=2)
+    assert parallel.bytes > diagnose.PARALLEL_MIN_BYTES and pools == [2]
+    assert parallel == serial and parallel.culprits == (1,) and parallel.causes[0].cause == "rank-crash"
