@@ -151,7 +151,7 @@ def _wrong_result_section(runs: list[Recording], cause_of: dict[str, str]) -> Sy
         per_cause[cause].add(recording.scenario_id)
         expected = recording.comparison.deltas[0].expected_value
         for rank in recording.capture.ranks:
-            line = next((l for l in rank.stdout.splitlines() if l.startswith("Rank ")), None)
+            line = next((out for out in rank.stdout.splitlines() if out.startswith("Rank ")), None)
             if line and len(excerpts) < EXCERPTS_PER_SYMPTOM:
                 excerpts.append(Excerpt(line, f"rank {rank.rank} (a healthy run prints {expected:g})",
                                         recording.scenario_id, recording.id, versions_of(recording), not recording.live))
