@@ -3,7 +3,7 @@
 Logs are streamed in large blocks (memory stays flat however big the input): each
 signature has literal fragments that any matching line must contain. One multi-literal
 pass over a block finds them all (Hyperscan, where installed: several GB/s; else one
-bytes.find pass per fragment, about 100 MB/s); only lines holding a fragment are decoded
+bytes.find pass per fragment, about 40 MB/s); only lines holding a fragment are decoded
 and matched against the full pattern. Ranks are read from `[rankN]:`-style prefixes, or from
 the file's name and path (rank3.log, rank_3/stderr.txt). Large inputs are shared out to
 forked processes, whole files each.
@@ -12,6 +12,7 @@ forked processes, whole files each.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import itertools
 import multiprocessing
@@ -243,8 +244,12 @@ def _scan_all(files: list[str], signatures: list[Signature], workers: int | None
     The scan is CPU-bound and holds the GIL, so threads only add contention (measured slower
     than one thread); processes take whole files each. Forking a process that runs other
     threads is unsafe, so such a caller scans here."""
-    workers = min(workers or len(os.sched_getaffinity(0)), len(files), MAX_WORKERS)
-    total = sum(os.path.getsize(path) for path in files)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = min(workers or cores, len(files), MAX_WORKERS)
+    total = 0
+    for path in files:
+        with contextlib.suppress(OSError):  # gone since it was listed: _scan_file notes it
+            total += os.path.getsize(path)
     if workers < 2 or total < PARALLEL_MIN_BYTES or threading.active_count() > 1:
         return [_scan_file(path, signatures) for path in files]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
