@@ -351,11 +351,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "killed-by-signal",
         "A worker was killed by a signal",
         r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
-        r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed",
+        r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
+        r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>",
         "culprit",
-        "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback.",
+        "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
+        "torchrun, DeepSpeed's and accelerate's launchers each word it their own way.",
         ("launcher",),
-        literals=('exitcode', 'received by PID', 'terminated with signal', 'killed by signal: Killed'),
+        literals=('exitcode', 'received by PID', 'terminated with signal', 'killed by signal: Killed',
+                  'exits with return code = -', 'died with <Signals.SIG'),
         suggests=('rank-crash',),
     ),
     Signature(
