@@ -76,6 +76,16 @@ def main() -> None:
             megabytes = result["bytes"] / 1e6
             print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}")
             path.unlink()
+        # One error repeated on every line (an NCCL watchdog flooding the log): every line is a hit.
+        flood = Path(work) / "flood.log"
+        with open(flood, "wb") as out:
+            line = ERRORS.splitlines()[0].encode() + b"\n"
+            out.write(line * ((size << 20) // len(line)))
+        result = measure(flood)
+        megabytes = result["bytes"] / 1e6
+        print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}"
+              "  (one error on every line)")
+        flood.unlink()
         ranks = Path(work) / "ranks"
         ranks.mkdir()
         per_file = block[: (size << 20) // args.files]

@@ -431,7 +431,7 @@ def runbook(ctx, output, fmt, causes, platform, recording_ids):
     from . import runbook as runbooks
     from . import scenario as scenarios
 
-    cause_of = {item.id: item.answer.cause for item in scenarios.load_all()}
+    cause_of = scenarios.cause_of_each()
     with _store(ctx) as store:
         if recording_ids:
             chosen = [store.get(recording_id) for recording_id in recording_ids]
@@ -478,20 +478,13 @@ def _rank_ranges(ranks) -> str:
 @click.pass_context
 def diagnose_logs(ctx, paths, as_json, top):
     """Triage real failure logs (files or directories): likely causes, evidence, culprits."""
-    import collections
-
     from . import diagnose, scenario as scenarios
     from .causes import CAUSES_BY_ID
     from .serial import to_dict
 
-    cause_of = {item.id: item.answer.cause for item in scenarios.load_all()}
-    counts: dict = collections.defaultdict(collections.Counter)
     with _store(ctx) as store:
-        for recording in store.recordings(kind="run"):
-            cause = cause_of.get(recording.scenario_id)
-            for signature in {symptom.id for symptom in recording.symptoms} if cause else ():
-                counts[signature][cause] += 1
-    found = diagnose.diagnose(list(paths), counts)
+        learned = diagnose.learned_counts(store.recordings(kind="run"), scenarios.cause_of_each())
+    found = diagnose.diagnose(list(paths), learned)
     if as_json:
         _emit_json(to_dict(found))
         return

@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import itertools
 import multiprocessing
 import os
 import re
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
-from .symptoms import SIGNATURES, Signature
+from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
 BLOCK_BYTES = 4 << 20
 BINARY_SNIFF_BYTES = 4096
@@ -97,7 +96,7 @@ class _FileScan:
     size: int
 
 
-def _scan_file(path: str, signatures: list[Signature]) -> _FileScan:
+def _scan_file(path: str) -> _FileScan:
     """Stream one file; keep a few lines per signature and rank."""
     file_rank = _rank_of_path(path)
     kept: collections.Counter = collections.Counter()
@@ -116,10 +115,10 @@ def _scan_file(path: str, signatures: list[Signature]) -> _FileScan:
                 data = carry + block
                 cut = data.rfind(b"\n") + 1
                 complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
-                line_base = _scan_block(complete, path, file_rank, line_base, signatures, kept, evidence, errors)
+                line_base = _scan_block(complete, path, file_rank, line_base, kept, evidence, errors)
                 block = stream.read(BLOCK_BYTES)
             if carry:
-                _scan_block(carry + b"\n", path, file_rank, line_base, signatures, kept, evidence, errors)
+                _scan_block(carry + b"\n", path, file_rank, line_base, kept, evidence, errors)
     except OSError as error:
         return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0)
     return _FileScan(evidence, errors, None, size)
@@ -131,7 +130,7 @@ class _LiteralFinder:
     def __init__(self, literals: list[tuple[bytes, str]]) -> None:
         self.literals = literals
         self.database = None
-        self.scratch = threading.local()  # Hyperscan's scratch space is one per scanning thread
+        self.scratch = None  # Hyperscan's scratch space, made on first use (in each forked process's copy)
         try:
             import hyperscan
         except ImportError:  # optional: the pure-Python search gives the same hits, slower
@@ -148,11 +147,11 @@ class _LiteralFinder:
             def on_match(index, start, end, flags, context):
                 found.append((end - len(self.literals[index][0]), self.literals[index][1]))
 
-            if not hasattr(self.scratch, "space"):
+            if self.scratch is None:
                 import hyperscan
 
-                self.scratch.space = hyperscan.Scratch(self.database)
-            self.database.scan(block, match_event_handler=on_match, scratch=self.scratch.space)
+                self.scratch = hyperscan.Scratch(self.database)
+            self.database.scan(block, match_event_handler=on_match, scratch=self.scratch)
             return found
         for literal, label in self.literals:
             start = block.find(literal)
@@ -173,38 +172,38 @@ def _finder() -> _LiteralFinder:
     return _FINDER
 
 
-def _scan_block(block: bytes, path, file_rank, line_base, signatures, kept, evidence, errors) -> int:
+def _line_at(block: bytes, start: int) -> str:
+    end = block.find(b"\n", start)
+    raw = block[start:end if end != -1 else len(block)]
+    return ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+
+
+def _scan_block(block: bytes, path, file_rank, line_base, kept, evidence, errors) -> int:
+    """Evidence and error lines of one block of whole lines; returns the line count so far.
+
+    Line numbers are counted forward from one matching line to the next: a log repeating one
+    error a million times is read once, not once per repetition."""
     hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> signature ids
     error_starts: set[int] = set()
-    wanted = {signature.id for signature in signatures}
     for offset, label in _finder().find(block):
-        if label == ERROR_LINE:
-            if len(errors) + len(error_starts) < ERROR_LINES_KEPT:
-                error_starts.add(block.rfind(b"\n", 0, offset) + 1)
-        elif label in wanted:
-            hits[block.rfind(b"\n", 0, offset) + 1].add(label)
-    for line_start in sorted(hits):
-        line_end = block.find(b"\n", line_start)
-        raw = block[line_start:line_end if line_end != -1 else len(block)]
-        line = ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+        start = block.rfind(b"\n", 0, offset) + 1
+        if label != ERROR_LINE:
+            hits[start].add(label)
+        elif len(errors) + len(error_starts) < ERROR_LINES_KEPT:
+            error_starts.add(start)
+    position, line_number = 0, line_base
+    for start in sorted(hits.keys() | error_starts):
+        line_number += block.count(b"\n", position, start)
+        position = start
+        line = _line_at(block, start)
         rank = _rank_of_line(line)
         rank = file_rank if rank is None else rank
-        number = line_base + block.count(b"\n", 0, line_start) + 1
-        for signature_id in sorted(hits[line_start]):
-            pattern = next(s for s in signatures if s.id == signature_id).regex
-            if not pattern.search(line):
-                continue
-            key = (signature_id, path, rank)
-            if kept[key] < LINES_PER_SIGNATURE:
-                kept[key] += 1
-                evidence.append(Evidence(signature_id, path, number, rank, line))
-    for line_start in sorted(error_starts)[: max(0, ERROR_LINES_KEPT - len(errors))]:
-        line_end = block.find(b"\n", line_start)
-        text = ANSI_ESCAPE.sub("", block[line_start:line_end if line_end != -1 else len(block)]
-                               .decode("utf-8", errors="replace")).rstrip()
-        rank = _rank_of_line(text)
-        errors.append(Evidence(ERROR_LINE, path, line_base + block.count(b"\n", 0, line_start) + 1,
-                               file_rank if rank is None else rank, text))
+        for signature_id in sorted(hits.get(start, ())):
+            if kept[signature_id, rank] < LINES_PER_SIGNATURE and SIGNATURES_BY_ID[signature_id].regex.search(line):
+                kept[signature_id, rank] += 1
+                evidence.append(Evidence(signature_id, path, line_number + 1, rank, line))
+        if start in error_starts:
+            errors.append(Evidence(ERROR_LINE, path, line_number + 1, rank, line))
     return line_base + block.count(b"\n")
 
 
@@ -238,7 +237,7 @@ def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
     return files, notes, missing
 
 
-def _scan_all(files: list[str], signatures: list[Signature], workers: int | None) -> list[_FileScan]:
+def _scan_all(files: list[str], workers: int | None) -> list[_FileScan]:
     """Scan every file: in this process, or across forked processes where there is enough to share.
 
     The scan is CPU-bound and holds the GIL, so threads only add contention (measured slower
@@ -251,10 +250,20 @@ def _scan_all(files: list[str], signatures: list[Signature], workers: int | None
         with contextlib.suppress(OSError):  # gone since it was listed: _scan_file notes it
             total += os.path.getsize(path)
     if workers < 2 or total < PARALLEL_MIN_BYTES or threading.active_count() > 1:
-        return [_scan_file(path, signatures) for path in files]
+        return [_scan_file(path) for path in files]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
         chunk = max(1, len(files) // (workers * 8))  # many files per task: fewer round trips, still balanced
-        return list(pool.map(_scan_file, files, itertools.repeat(signatures), chunksize=chunk))
+        return list(pool.map(_scan_file, files, chunksize=chunk))
+
+
+def learned_counts(recordings, cause_of: dict[str, str]) -> dict[str, collections.Counter]:
+    """signature -> cause -> how many recorded runs showed that signature with that cause."""
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for recording in recordings:
+        cause = cause_of.get(recording.scenario_id)
+        for signature in {symptom.id for symptom in recording.symptoms} if cause else ():
+            counts[signature][cause] += 1
+    return counts
 
 
 def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | None = None,
@@ -265,12 +274,11 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     if missing and not files:
         raise BadInput("; ".join(missing))
     notes += missing
-    signatures = list(SIGNATURES)
-    scans = _scan_all(files, signatures, workers)
+    scans = _scan_all(files, workers)
     evidence = [item for scan in scans for item in scan.evidence]
     notes += [scan.note for scan in scans if scan.note]
-    roles = {s.id: s.role for s in signatures}
-    suggests = {s.id: s.suggests for s in signatures}
+    roles = {s.id: s.role for s in SIGNATURES}
+    suggests = {s.id: s.suggests for s in SIGNATURES}
     seen_on: dict[int, set[str]] = collections.defaultdict(set)
     for item in evidence:
         if item.rank is not None:

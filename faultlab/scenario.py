@@ -130,6 +130,11 @@ def load_all() -> list[Scenario]:
     return [load_file(path) for path in scenario_files()]
 
 
+def cause_of_each() -> dict[str, str]:
+    """Scenario id -> the cause its answer names, for the whole catalog."""
+    return {item.id: item.answer.cause for item in load_all()}
+
+
 def load_packs() -> dict[str, tuple[str, ...]]:
     """Drill packs: name -> scenario ids, from packs.yaml beside the scenarios."""
     path = scenarios_dir() / PACKS_FILE

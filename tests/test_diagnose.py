@@ -210,3 +210,13 @@ def test_processes_find_what_one_process_finds(tmp_path, monkeypatch):
     serial, parallel = diagnose.diagnose([tmp_path], workers=1), diagnose.diagnose([tmp_path], workers=2)
     assert parallel.bytes > diagnose.PARALLEL_MIN_BYTES and pools == [2]
     assert parallel == serial and parallel.culprits == (1,) and parallel.causes[0].cause == "rank-crash"
+
+
+def test_a_repeated_error_keeps_its_first_lines_with_their_numbers(tmp_path):
+    line = b"[rank3]:[E1206 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: x\n"
+    count = diagnose.BLOCK_BYTES // len(line) * 2  # spans several blocks
+    (tmp_path / "job.log").write_bytes(b"starting\n" + line * count)
+    found = diagnose.diagnose([tmp_path])
+    timeouts = [e for e in found.evidence if e.signature == "collective-timeout"]
+    assert [(e.rank, e.line_number) for e in timeouts] == [(3, 2), (3, 3), (3, 4)]
+    assert found.victims == (3,)

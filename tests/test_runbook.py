@@ -29,7 +29,7 @@ def recorded(tmp_path_factory):
             runner.replay(load(ROOT / "scenarios" / f"{scenario_id}.yaml"), path, store)
         runs = store.recordings(kind="run")
         baselines = {r.id: store.get(r.baseline_id) for r in runs if r.baseline_id}
-    cause_of = {item.id: item.answer.cause for item in scenarios.load_all()}
+    cause_of = scenarios.cause_of_each()
     return db, runs, runbooks.build(runs, baselines, cause_of)
 
 
