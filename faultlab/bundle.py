@@ -13,7 +13,7 @@ from pathlib import Path
 from .drill import DrillResult
 from .errors import BadInput
 from .records import Recording
-from .serial import RecordError, from_dict, read_json, to_dict
+from .serial import RecordError, from_dict, read_json, to_dict, write_text_atomically
 from .store import Store
 
 BUNDLE_KIND = "faultlab-bundle"
@@ -36,9 +36,7 @@ def export(store: Store, path: Path, scenario_ids: tuple[str, ...] = (), trainee
               and (not scenario_ids or d.scenario_id in scenario_ids)]
     content = {"recordings": [to_dict(r) for r in recordings], "drills": [to_dict(d) for d in drills]}
     document = {"kind": BUNDLE_KIND, "format": BUNDLE_FORMAT, "sha256": _digest(content), **content}
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(document) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_text_atomically(path, json.dumps(document) + "\n")
     return len(recordings), len(drills)
 
 

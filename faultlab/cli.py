@@ -81,7 +81,8 @@ def run(ctx, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain
     if run_all:
         catalog = scenarios.load_all()
         with _store(ctx) as store:
-            results = runner.run_suite(catalog, store, options, progress=None if as_json else click.echo)
+            results = runner.run_suite(catalog, store, options, progress=None if as_json else (
+                lambda *finished: click.echo(render.suite_progress(*finished))))
         if as_json:
             _emit_json([render.suite_row(item, recording, seconds) for item, recording, seconds in results])
         else:
@@ -430,6 +431,7 @@ def runbook(ctx, output, fmt, causes, platform, recording_ids):
     """Write the runbook (symptom -> cause -> check -> fix) from the recordings in the store."""
     from . import runbook as runbooks
     from . import scenario as scenarios
+    from .serial import write_text_atomically
 
     cause_of = scenarios.cause_of_each()
     with _store(ctx) as store:
@@ -453,9 +455,7 @@ def runbook(ctx, output, fmt, causes, platform, recording_ids):
     if output is None:
         click.echo(text)
         return
-    temporary = output.with_name(output.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(output)
+    write_text_atomically(output, text)
     click.echo(f"{output}: {len(book.sections)} symptoms from {len(book.recordings)} recordings")
 
 

@@ -79,7 +79,6 @@ class DrillSession:
         self.used: collections.Counter = collections.Counter()
         self.started = time.monotonic()
         self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        self.debug_runs: dict[str, Recording] = {}
         self.label = "drill " + hashlib.sha256(recording.id.encode()).hexdigest()[:6]
 
     @classmethod
@@ -138,23 +137,24 @@ class DrillSession:
             parts.append(f"--- rank {rank} stderr ---\n{r.stderr.rstrip()}")
         return "\n".join(parts)
 
-    def launcher(self, node: int) -> str:
+    def _node(self, node: int):
         nodes = self.recording.capture.nodes
         if not 0 <= node < len(nodes):
             raise BadInput(f"there is no node {node} in this job")
+        return nodes[node]
+
+    def launcher(self, node: int) -> str:
+        found = self._node(node)
         self.used["launcher"] += 1
-        found = nodes[node]
         ended = "still running at the deadline, killed" if found.exit_code is None else f"exit {found.exit_code}"
         return f"--- node {node} ---\n$ {found.command}\n(ended: {ended})\n{found.log.rstrip()}"
 
     def network(self, node: int) -> str:
-        nodes = self.recording.capture.nodes
-        if not 0 <= node < len(nodes):
-            raise BadInput(f"there is no node {node} in this job")
-        if not nodes[node].network:
+        found = self._node(node)
+        if not found.network:
             return "this job ran on one host's loopback: there is no host network to look at"
         self.used["network"] += 1
-        return f"--- node {node}, as read one second into the run ---\n{nodes[node].network}"
+        return f"--- node {node}, as read one second into the run ---\n{found.network}"
 
     def symptoms(self) -> str:
         self.used["symptoms"] += 1
@@ -171,7 +171,6 @@ class DrillSession:
             raise EnvironmentProblem("a replayed drill cannot be re-run with a debug knob on this host")
         self.used["debug"] += 1
         rerun = runner.run_scenario(self.scenario, self.store, runner.RunOptions(debug=knob, live_only=True))
-        self.debug_runs[knob] = rerun
         return f"Re-run with {knob}:\n" + "\n".join(symptom_lines(rerun))
 
     # --- the diagnosis -------------------------------------------------------------------

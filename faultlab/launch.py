@@ -165,15 +165,13 @@ def _note_worker_exits(ranks_dir: Path, node: int) -> None:
     failure; waitid(WNOWAIT) reads the status and leaves the reaping to the launcher."""
 
     def on_child_exit(signum, frame):
-        for events in ranks_dir.glob(f"node{node}-local*.events"):
+        for events, pid in _started_workers(ranks_dir, node):
             status_file = events.with_suffix(".status")
             if status_file.exists():
                 continue
             try:
-                with open(events, encoding="utf-8") as lines:
-                    pid = int(json.loads(lines.readline())["pid"])
                 died = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except (OSError, ValueError, KeyError):  # not started, already reaped, or not ours
+            except OSError:  # already reaped, or not ours
                 continue
             if died is None:
                 continue
@@ -256,7 +254,7 @@ class _RunProcesses:
         for index, agent in enumerate(self.agents):
             if agent.exitcode is not None:
                 continue
-            pids = _started_worker_pids(ranks_dir, index)
+            pids = [pid for _, pid in _started_workers(ranks_dir, index)]
             if not pids or any(_is_running(pid) for pid in pids):
                 return True
         return False
@@ -276,16 +274,16 @@ class _RunProcesses:
         kill_marked_processes(self.run_id)
 
 
-def _started_worker_pids(ranks_dir: Path, node: int) -> list[int]:
-    pids = []
+def _started_workers(ranks_dir: Path, node: int) -> list[tuple[Path, int]]:
+    """(events file, pid) of each worker of `node` that has started: its first event names its pid."""
+    started = []
     for events in ranks_dir.glob(f"node{node}-local*.events"):
-        with open(events, encoding="utf-8") as lines:
-            first = lines.readline()
         try:
-            pids.append(int(json.loads(first)["pid"]))
-        except (ValueError, KeyError):
+            with open(events, encoding="utf-8") as lines:
+                started.append((events, int(json.loads(lines.readline())["pid"])))
+        except (OSError, ValueError, KeyError):  # not written yet, or gone
             continue
-    return pids
+    return started
 
 
 def _is_running(pid: int) -> bool:
@@ -510,6 +508,7 @@ def _read_status(path: Path, t0: float) -> tuple[int, float] | None:
 
 def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, processes, network, evidence) -> Capture:
     nodes, ranks = [], []
+    ranks_dir = run_dir / "ranks"
     for node, agent in zip(plan.nodes, processes.agents):
         log = _read_text(run_dir / f"node{node.index}.launcher.log")
         torn_down = {int(pid): sig for pid, sig in _TEARDOWN_LINE.findall(log)}
@@ -534,7 +533,6 @@ def _read_capture(plan, run_dir: Path, t0, end_t, hit_deadline, master_port, pro
             )
         )
         for local_rank in range(node.nproc_per_node):
-            ranks_dir = run_dir / "ranks"
             stem = experiment.find_slot(ranks_dir, node.index, local_rank) or ranks_dir / experiment.slot_name(
                 node.index, local_rank
             )

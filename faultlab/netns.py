@@ -21,6 +21,8 @@ import socket
 import struct
 import subprocess
 
+from .errors import EnvironmentProblem
+
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
@@ -129,8 +131,6 @@ class SimulatedHosts:
     def __enter__(self) -> "SimulatedHosts":
         problem = hosts_supported()
         if problem:
-            from .errors import EnvironmentProblem
-
             raise EnvironmentProblem(problem)
         remove_orphaned_namespaces()
         try:
@@ -174,16 +174,12 @@ class SimulatedHosts:
     def add_firewall(self, index: int, rules: list[str]) -> None:
         """nftables rules on the host's incoming traffic (its own namespace only)."""
         if shutil.which("nft") is None:
-            from .errors import EnvironmentProblem
-
             raise EnvironmentProblem("firewall faults need nftables' `nft` command (apt-get install nftables)")
         script = "table inet faultlab {\n chain input {\n  type filter hook input priority 0; policy accept;\n"
         script += "".join(f"  {rule}\n" for rule in rules) + " }\n}\n"
         done = subprocess.run(["ip", "netns", "exec", self.name(index), "nft", "-f", "-"], input=script,
                               capture_output=True, text=True, timeout=30)
         if done.returncode:
-            from .errors import EnvironmentProblem
-
             raise EnvironmentProblem(f"nft refused the firewall rules for host {index}: {done.stderr.strip()}")
 
     def evidence(self, index: int) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from .errors import BadInput
 from .records import Recording
 from .scenario import shipped_dir
-from .serial import RecordError, from_dict, read_json, to_dict
+from .serial import RecordError, from_dict, read_json, to_dict, write_text_atomically
 
 RECORDINGS_ENV = "FAULTLAB_RECORDINGS"
 FILE_FORMAT = 1
@@ -38,9 +38,7 @@ def write(directory: Path, run: Recording, baseline: Recording) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{run.scenario_id}.{hardware_tag(run)}.json"
     document = {"format": FILE_FORMAT, "run": to_dict(run), "baseline": to_dict(baseline)}
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    temporary.replace(path)  # never a half-written recording under the real name
+    write_text_atomically(path, json.dumps(document, indent=1) + "\n")
     return path
 
 

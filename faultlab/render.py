@@ -142,6 +142,13 @@ def suite_row(scenario: Scenario, recording: Recording, seconds: float) -> dict:
     }
 
 
+def suite_progress(position: int, count: int, scenario: Scenario, recording: Recording, seconds: float) -> str:
+    how = "live" if recording.live else "replay"
+    state = "reproduced" if recording.reproduced else "NOT REPRODUCED"
+    return (f"[{position:2}/{count}] {scenario.id:24} {how:6} {recording.comparison.verdict:14} "
+            f"{state:15} {seconds:5.1f}s")
+
+
 def suite_summary(results) -> str:
     reproduced = sum(1 for _, recording, _ in results if recording.reproduced)
     live = sum(1 for _, recording, _ in results if recording.live)

@@ -250,7 +250,7 @@ def _record(scenario, capture, baseline, env, backend, debug, source, live, base
 
 def run_suite(catalog, store: Store, options: RunOptions = RunOptions(), progress=None):
     """Every scenario of `catalog` in turn; returns (scenario, recording, seconds) triples.
-    `progress`, if given, receives one line per scenario as it finishes."""
+    `progress`, if given, is called with (position, count, scenario, recording, seconds) as each finishes."""
     import time
 
     results = []
@@ -263,8 +263,5 @@ def run_suite(catalog, store: Store, options: RunOptions = RunOptions(), progres
         seconds = time.monotonic() - started
         results.append((scenario, recording, seconds))
         if progress:
-            how = "live" if recording.live else "replay"
-            state = "reproduced" if recording.reproduced else "NOT REPRODUCED"
-            progress(f"[{index:2}/{len(catalog)}] {scenario.id:24} {how:6} {recording.comparison.verdict:14} "
-                     f"{state:15} {seconds:5.1f}s")
+            progress(index, len(catalog), scenario, recording, seconds)
     return results

@@ -30,6 +30,14 @@ def read_json(path, what: str):
         raise BadInput(f"{path}: not {what}: {error}") from None
 
 
+def write_text_atomically(path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`: a reader
+    (or a crash) never sees a half-written file under the real name."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+
+
 def to_dict(record) -> dict:
     return dataclasses.asdict(record)
 
