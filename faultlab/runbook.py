@@ -13,6 +13,7 @@ import html
 
 from .causes import CAUSES, CAUSES_BY_ID
 from .records import Recording, Symptom
+from .render import ending_text
 from .symptoms import SIGNATURES_BY_ID
 
 # Signatures too generic to head a runbook section of their own.
@@ -86,18 +87,7 @@ def build(recordings: list[Recording], baselines: dict[str, Recording], cause_of
         sections.append(_wrong_result_section(silent, cause_of))
     for signature_id, hits in found.items():
         signature = SIGNATURES_BY_ID[signature_id]
-        per_cause: dict[str, set[str]] = collections.defaultdict(set)
-        scenarios_of: dict[str, set[str]] = collections.defaultdict(set)
-        for recording, _ in hits:
-            cause = cause_of.get(recording.scenario_id, "unknown")
-            per_cause[cause].add(recording.id)
-            scenarios_of[cause].add(recording.scenario_id)
-        causes = tuple(
-            sorted(
-                (CauseEvidence(cause, len(ids), tuple(sorted(scenarios_of[cause]))) for cause, ids in per_cause.items()),
-                key=lambda evidence: (-evidence.recordings, evidence.cause),
-            )
-        )
+        causes = _cause_evidence([recording for recording, _ in hits], cause_of)
         excerpts, seen_lines = [], set()
         for recording, symptom in sorted(hits, key=lambda hit: (hit[0].live is False, hit[0].scenario_id)):
             if symptom.line in seen_lines:
@@ -138,34 +128,39 @@ def build(recordings: list[Recording], baselines: dict[str, Recording], cause_of
     )
 
 
+def _cause_evidence(recordings: list[Recording], cause_of: dict[str, str]) -> tuple[CauseEvidence, ...]:
+    """The causes behind `recordings`: how many recordings and which scenarios each, most first."""
+    ids: dict[str, set[str]] = collections.defaultdict(set)
+    scenarios: dict[str, set[str]] = collections.defaultdict(set)
+    for recording in recordings:
+        cause = cause_of.get(recording.scenario_id, "unknown")
+        ids[cause].add(recording.id)
+        scenarios[cause].add(recording.scenario_id)
+    return tuple(sorted((CauseEvidence(cause, len(ids[cause]), tuple(sorted(scenarios[cause]))) for cause in ids),
+                        key=lambda evidence: (-evidence.recordings, evidence.cause)))
+
+
 WRONG_RESULT = "wrong-result"  # the section for failures no log line shows
 
 
 def _wrong_result_section(runs: list[Recording], cause_of: dict[str, str]) -> SymptomSection:
     """Jobs that exit 0 everywhere with a wrong value: the evidence is the value lines
     themselves, next to the value the healthy baseline prints."""
-    per_cause: dict[str, set[str]] = collections.defaultdict(set)
     excerpts = []
     for recording in runs:
-        cause = cause_of.get(recording.scenario_id, "unknown")
-        per_cause[cause].add(recording.scenario_id)
         expected = recording.comparison.deltas[0].expected_value
         for rank in recording.capture.ranks:
             line = next((out for out in rank.stdout.splitlines() if out.startswith("Rank ")), None)
             if line and len(excerpts) < EXCERPTS_PER_SYMPTOM:
                 excerpts.append(Excerpt(line, f"rank {rank.rank} (a healthy run prints {expected:g})",
                                         recording.scenario_id, recording.id, versions_of(recording), not recording.live))
-    causes = tuple(
-        sorted((CauseEvidence(c, len(ids), tuple(sorted(ids))) for c, ids in per_cause.items()),
-               key=lambda evidence: (-evidence.recordings, evidence.cause))
-    )
     return SymptomSection(
         signature=WRONG_RESULT,
         title="Every process exits 0, and the numbers are wrong",
         role="neutral",
         meaning="No log line shows it; only a comparison with a known-good value does.",
         excerpts=tuple(excerpts),
-        causes=causes,
+        causes=_cause_evidence(runs, cause_of),
         only_replayed=all(not r.live for r in runs),
         platforms=tuple(sorted({platform_of(r) for r in runs})),
     )
@@ -221,9 +216,7 @@ def timeline_svg(recording: Recording, title: str) -> str:
             parts.append(f'<rect x="{left + begin * scale:.1f}" y="{y}" width="{max((end - begin) * scale, 1):.1f}" '
                          f'height="16" fill="{colour}"><title>{html.escape(phase)}: {begin:.2f}-{end:.2f}s</title></rect>')
         end_x = left + rank.end_t * scale
-        label = {"exited": f"exit {rank.exit_code}", "signaled": f"signal {-(rank.exit_code or 0)}",
-                 "torn_down": "torn down", "killed_at_deadline": "hung, killed",
-                 "never_started": "never started"}[rank.ending]
+        label = ending_text(rank.ending, rank.exit_code)
         colour = ENDING_COLOURS[rank.ending] if rank.ending != "exited" or rank.exit_code == 0 else ENDING_COLOURS["signaled"]
         parts.append(f'<text x="{end_x + 4:.1f}" y="{y + 13}" font-size="11" fill="{colour}">{html.escape(label)}</text>')
     axis_y = 28 + row * len(ranks) + 12
