@@ -19,6 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
+from faultlab.scenario import read_yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,17 +33,16 @@ def main() -> None:
     parser.add_argument("--culprit", type=int, default=13)
     args = parser.parse_args()
     world = args.nodes * args.ranks_per_node
-    text = (ROOT / "scenarios" / "rank-crash.yaml").read_text()
-    text = text.replace("id: rank-crash", "id: rank-crash-many")
-    text = text.replace("{nodes: 2, ranks_per_node: 2, backend: auto}",
-                        f"{{nodes: {args.nodes}, ranks_per_node: {args.ranks_per_node}, backend: gloo}}")
-    text = text.replace("target: {rank: 2}", f"target: {{rank: {args.culprit}}}")
-    text = text.replace("culprit: {rank: 2}", f"culprit: {{rank: {args.culprit}}}")
+    data = read_yaml(ROOT / "scenarios" / "rank-crash.yaml")
+    data["id"] = "rank-crash-many"
+    data["topology"] = {"nodes": args.nodes, "ranks_per_node": args.ranks_per_node, "backend": "gloo"}
+    (fault,) = data["faults"]
+    fault["target"] = data["answer"]["culprit"] = {"rank": args.culprit}
     # Starting hundreds of workers on two cores takes far longer than the scenario's 5 s.
-    text = text.replace("timeout_s: 5", f"timeout_s: {max(5, world // 4)}")
+    data["timeout_s"] = max(data["timeout_s"], world // 4)
     with tempfile.TemporaryDirectory(prefix="faultlab-bench-") as work:
         scenario = Path(work) / "rank-crash-many.yaml"
-        scenario.write_text(text)
+        scenario.write_text(yaml.safe_dump(data, sort_keys=False))
         env = dict(os.environ, FAULTLAB_DB=str(Path(work) / "bench.db"))
         logs = Path(work) / "logs"
         started = time.perf_counter()

@@ -2,8 +2,8 @@
 
 Logs are streamed in large blocks (memory stays flat however big the input): each
 signature has literal fragments that any matching line must contain. One multi-literal
-pass over a block finds them all (Hyperscan, where installed: several GB/s; else one
-bytes.find pass per fragment, about 40 MB/s); only lines holding a fragment are decoded
+pass over a block finds them all (Hyperscan, where installed; else one bytes.find pass per
+fragment, several times slower: benchmarks/bench_diagnose.py); only lines holding a fragment are decoded
 and matched against the full pattern. Ranks are read from `[rankN]:`-style prefixes, or from
 the file's name and path (rank3.log, rank_3/stderr.txt). Large inputs are shared out to
 forked processes, whole files each.
