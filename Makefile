@@ -1,9 +1,10 @@
 # Set-up is part of every target: a fresh clone needs only `make run` or `make test`.
 PYTHON ?= python3
 VENV ?= .venv
-# The CPU build of torch on machines without GPUs. On a GPU host, install your own CUDA
-# build of torch first (any torch >= 2.4), or run `make TORCH_SPEC= ...` to keep it.
-TORCH_SPEC ?= torch==2.13.0
+# The CPU build of torch on machines without GPUs (with numpy, which torch's build wants:
+# without it every import warns). On a GPU host, install your own CUDA build of torch
+# first (any torch >= 2.4): a torch already in the venv is kept.
+TORCH_SPEC ?= torch==2.13.0 numpy
 BIN := $(VENV)/bin
 
 .PHONY: run test test-fast bench runbook-example clean

@@ -1,4 +1,8 @@
-"""The faultlab command line: parse, call one core function, render. No torch import here."""
+"""The faultlab command line: parse, make one application call, render one report.
+
+No rule lives here (app.py and the core hold them) and no torch is imported until a
+command needs this host's facts or a launch.
+"""
 
 from __future__ import annotations
 
@@ -25,10 +29,29 @@ class _Group(click.Group):
             ctx.exit(int(ExitCode.INTERRUPTED))
 
 
-def _store(ctx):
-    from .store import Store
+class _Invocation:
+    """What one command shares: the store, opened once on first use and closed at exit
+    (click owns it), and this host's facts, probed once."""
 
-    return Store(ctx.obj["db"])
+    def __init__(self, ctx: click.Context, db: Path | None) -> None:
+        self._ctx, self._db = ctx, db
+        self._store = self._host = None
+
+    @property
+    def store(self):
+        if self._store is None:
+            from .store import Store
+
+            self._store = self._ctx.with_resource(Store(self._db))
+        return self._store
+
+    @property
+    def host(self):
+        if self._host is None:
+            from .host import Host
+
+            self._host = Host.probe()
+        return self._host
 
 
 def _emit_json(data) -> None:
@@ -50,7 +73,7 @@ def main(ctx, db):
     Exit codes: 0 the run reproduced what the scenario expects; 1 it did not; 2 bad input;
     3 this machine cannot run it; 130 interrupted.
     """
-    ctx.obj = {"db": db}
+    ctx.obj = _Invocation(ctx, db)
 
 
 @main.command()
@@ -61,120 +84,97 @@ def main(ctx, db):
 @click.option("--fresh-baseline", is_flag=True, help="Run the healthy baseline again instead of reusing the stored one.")
 @click.option("--debug", "debug", metavar="KNOB", help="Re-run with a debug knob: detail, cpp-info, nccl-info, nccl-trace.")
 @click.option("--no-explain", is_flag=True, help="Leave out the explanation (what a drill would hide).")
+@click.option("--wide", is_flag=True, help="Keep every table row and log line on one line, however wide.")
 @click.option("--live", "live_only", is_flag=True, help="Run live or fail: never replay a shipped recording.")
 @click.option("--record-to", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the run and its baseline as a recording file in this directory.")
-@click.pass_context
-def run(ctx, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, live_only, record_to):
+@click.pass_obj
+def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, wide, live_only, record_to):
     """Run SCENARIO (an id or a YAML file) live and compare it with the healthy baseline.
 
     Where this host cannot run it (a GPU scenario without the GPUs), the scenario's shipped
     recording is replayed instead, and labelled as a replay. With --all, every scenario of
     the catalog runs (GPU ones live or replayed), with a line of progress each."""
-    from . import render, runner, scenario as scenarios
+    from . import app
+    from .launchers import RunOptions
+    from .reports import text
     from .serial import to_dict
 
     if run_all == bool(scenario):
         raise BadInput("give either a SCENARIO or --all")
-    options = runner.RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
-                                live_only=live_only, record_to=record_to)
+    options = RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
+                         live_only=live_only, record_to=record_to)
     if run_all:
-        catalog = scenarios.load_all()
-        with _store(ctx) as store:
-            results = runner.run_suite(catalog, store, options, progress=None if as_json else (
-                lambda *finished: click.echo(render.suite_progress(*finished))))
+        progress = None if as_json else (lambda *finished: click.echo(text.suite_progress(*finished)))
+        results = app.run_all(session.store, session.host, options, progress)
         if as_json:
-            _emit_json([render.suite_row(item, recording, seconds) for item, recording, seconds in results])
+            _emit_json([text.suite_row(item, recording, seconds) for item, recording, seconds in results])
         else:
-            click.echo("\n" + render.suite_summary(results))
-        ctx.exit(int(ExitCode.OK if all(r.reproduced for _, r, _ in results) else ExitCode.NOT_REPRODUCED))
-    loaded = scenarios.resolve(scenario)
-    with _store(ctx) as store:
-        recording = runner.run_scenario(loaded, store, options)
+            click.echo("\n" + text.suite_summary(results))
+        sys.exit(int(ExitCode.OK if all(r.reproduced for _, r, _ in results) else ExitCode.NOT_REPRODUCED))
+    loaded, recording = app.run(scenario, session.store, session.host, options)
     if as_json:
         _emit_json(to_dict(recording))
     else:
-        click.echo(render.run_report(loaded, recording, show_explanation=not no_explain))
-        click.echo(f"\nRecording {recording.id} saved in {store.path}")
+        width = None if wide else text.terminal_width()
+        click.echo(text.run_report(loaded, recording, show_explanation=not no_explain, width=width))
+        click.echo(f"\nRecording {recording.id} saved in {session.store.path}")
         if logs:
             click.echo(f"Raw logs kept in {logs}")
-        if record_to:
+        if record_to and recording.live:
             click.echo(f"Recording file written to {record_to}")
-    ctx.exit(int(ExitCode.OK if recording.reproduced else ExitCode.NOT_REPRODUCED))
+    sys.exit(int(ExitCode.OK if recording.reproduced else ExitCode.NOT_REPRODUCED))
 
 
 @main.command()
 @click.argument("scenario", default="healthy")
 @click.option("--json", "as_json", is_flag=True, help="Print the baseline recording as JSON.")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Keep the raw per-rank logs here.")
-@click.pass_context
-def baseline(ctx, scenario, as_json, logs):
+@click.pass_obj
+def baseline(session, scenario, as_json, logs):
     """Run the healthy experiment on SCENARIO's topology (default: the healthy scenario) and store it."""
-    from . import render, runner, scenario as scenarios
-    from .plan import choose_backend, gpus_on_host
+    from . import app
+    from .reports import text
     from .serial import to_dict
 
-    loaded = scenarios.resolve(scenario)
-    host_gpus = gpus_on_host()
-    backend = choose_backend(loaded, host_gpus)
-    options = runner.RunOptions(fresh_baseline=True, keep_logs=logs)
-    with _store(ctx) as store:
-        recording = runner.baseline_for(loaded, backend, host_gpus, runner.environment(), store, options)
+    recording = app.baseline(scenario, session.store, session.host, logs)
     if as_json:
         _emit_json(to_dict(recording))
     else:
-        click.echo(render.baseline_report(recording))
-        click.echo(f"\nRecording {recording.id} saved in {store.path}")
-    ctx.exit(int(ExitCode.OK if recording.reproduced else ExitCode.NOT_REPRODUCED))
+        click.echo(text.baseline_report(recording))
+        click.echo(f"\nRecording {recording.id} saved in {session.store.path}")
+    sys.exit(int(ExitCode.OK if recording.reproduced else ExitCode.NOT_REPRODUCED))
 
 
 @main.command(name="list")
 @click.option("--json", "as_json", is_flag=True)
-def list_scenarios(as_json):
-    """The scenario catalog: id, title, cause, difficulty, and whether it runs live here."""
-    from tabulate import tabulate
+@click.pass_obj
+def list_scenarios(session, as_json):
+    """The scenario catalog: id, title, cause, difficulty, and how it runs here (live, replay, or what it needs)."""
+    from . import app
+    from .reports import text
 
-    from . import scenario as scenarios
-    from .plan import gpus_on_host
-
-    loaded = scenarios.load_all()
-    host_gpus = gpus_on_host()
-    rows = []
-    for item in loaded:
-        live = "yes" if host_gpus >= item.requires_gpus else f"no: needs {item.requires_gpus} GPU(s)"
-        rows.append({"id": item.id, "title": item.title, "cause": item.answer.cause,
-                     "difficulty": item.difficulty, "live here": live})
+    entries = app.catalog(session.host)
     if as_json:
-        _emit_json(rows)
+        _emit_json(text.catalog_rows(entries))
     else:
-        click.echo(tabulate(rows, headers="keys"))
-        click.echo(f"\n{len(rows)} scenarios, {len({r['cause'] for r in rows})} causes; this host has {host_gpus} GPU(s).")
+        click.echo(text.catalog_table(entries, session.host))
 
 
 @main.command()
 @click.argument("scenario")
 @click.option("--code", is_flag=True, help="Print the healthy program and the broken one as a diff.")
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), help="Render the program for this backend.")
-def show(scenario, code, backend):
+@click.pass_obj
+def show(session, scenario, code, backend):
     """Show SCENARIO: ticket, topology, faults, hints (and with --code, the program diff)."""
-    from . import experiment, render, scenario as scenarios
-    from .plan import program_for
+    from . import app
+    from .reports import text
 
-    loaded = scenarios.resolve(scenario)
-    backend = backend or ("nccl" if loaded.topology.backend == "nccl" else "gloo")
     if code:
-        healthy = program_for(loaded, backend, healthy=True)
-        broken = program_for(loaded, backend)
-        click.echo(f"# {experiment.PROGRAM_NAME}, the healthy program ({backend}):\n")
-        click.echo(healthy)
-        diff = experiment.program_diff(healthy, broken)
-        if diff:
-            click.echo(f"# What {loaded.id} changes in it:\n")
-            click.echo(diff)
-        else:
-            click.echo(f"# {loaded.id} runs this program unchanged: its faults are in the launch.")
+        click.echo(text.program_view(app.program_view(scenario, backend)))
         return
-    click.echo(render.scenario_report(loaded))
+    click.echo(text.scenario_report(app.describe(scenario, session.host)))
 
 
 @main.command()
@@ -183,14 +183,13 @@ def causes(as_json):
     """The cause catalog shared by scenarios, drills, runbooks and diagnose."""
     from dataclasses import asdict
 
-    from tabulate import tabulate
-
     from .causes import CAUSES
+    from .reports import text
 
     if as_json:
         _emit_json([asdict(cause) for cause in CAUSES])
         return
-    click.echo(tabulate([[c.id, c.title] for c in CAUSES], headers=["cause", "title"]))
+    click.echo(text.cause_table(CAUSES))
 
 
 def _trainee(name: str | None) -> str:
@@ -198,98 +197,6 @@ def _trainee(name: str | None) -> str:
     import os
 
     return name or os.environ.get("FAULTLAB_TRAINEE") or getpass.getuser()
-
-
-def _used(text: str | None) -> dict[str, int]:
-    """'hint=1,log=2' -> {'hint': 1, 'log': 2}."""
-    used = {}
-    for item in filter(None, (text or "").split(",")):
-        kind, _, count = item.partition("=")
-        if not count.strip().isdigit():
-            raise BadInput(f"--used {text!r}: write KIND=COUNT pairs, e.g. hint=1,log=2")
-        used[kind.strip()] = int(count)
-    return used
-
-
-def _diagnosis_from(data: dict, where: str):
-    from .score import Diagnosis, check_cause, parse_culprit, parse_ranks
-
-    if not isinstance(data, dict):
-        raise BadInput(f"{where}: expected a mapping with cause, culprit, ranks, fix")
-    unknown = set(data) - {"cause", "culprit", "ranks", "fix", "used"}
-    if unknown:
-        raise BadInput(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: cause, culprit, ranks, fix, used)")
-    missing = [key for key in ("cause", "culprit", "fix") if key not in data]
-    if missing:
-        raise BadInput(f"{where}: missing {missing[0]!r}")
-    used = data.get("used", {})
-    if not isinstance(used, dict) or not all(isinstance(v, int) and v >= 0 for v in used.values()):
-        raise BadInput(f"{where}.used: expected a mapping of help kinds to counts")
-    try:
-        diagnosis = Diagnosis(
-            cause=check_cause(str(data["cause"])),
-            culprit=parse_culprit(str(data["culprit"])),
-            ranks=parse_ranks(data.get("ranks", [])),
-            fix=str(data["fix"]),
-        )
-    except BadInput as error:
-        raise BadInput(f"{where}: {error}") from None
-    return diagnosis, dict(used)
-
-
-def _interactive_drill(session) -> tuple:
-    """The trainee's loop: ask for evidence, then answer. Returns the diagnosis."""
-    from .causes import CAUSES
-    from .score import Diagnosis, check_cause, parse_culprit, parse_ranks
-
-    click.echo(session.briefing())
-    click.echo("\nAsk for evidence or answer:\n" + session.menu())
-    while True:
-        command = click.prompt("\ndrill", default="answer", show_default=False).strip()
-        verb, _, argument = command.partition(" ")
-        try:
-            if verb == "answer":
-                break
-            if verb == "log":
-                click.echo(session.rank_log(int(argument)))
-            elif verb == "launcher":
-                click.echo(session.launcher(int(argument)))
-            elif verb == "network":
-                click.echo(session.network(int(argument)))
-            elif verb == "symptoms":
-                click.echo(session.symptoms())
-            elif verb == "hint":
-                click.echo(session.hint())
-            elif verb == "debug":
-                click.echo(session.debug(argument.strip()))
-            elif verb == "causes":
-                click.echo("\n".join(f"  {i:2}. {c.id}: {c.title}" for i, c in enumerate(CAUSES, 1)))
-            else:
-                click.echo(session.menu())
-        except ValueError:
-            click.echo(f"{verb} needs a number, e.g. '{verb} 0'")
-        except FaultlabError as error:
-            click.echo(f"faultlab: {error}")
-
-    def ask(prompt, convert, **kwargs):
-        while True:
-            try:
-                return convert(click.prompt(prompt, **kwargs))
-            except FaultlabError as error:
-                click.echo(f"faultlab: {error}")
-
-    def cause_of(text):
-        text = text.strip()
-        if text.isdigit() and 1 <= int(text) <= len(CAUSES):
-            return CAUSES[int(text) - 1].id
-        return check_cause(text)
-
-    return Diagnosis(
-        cause=ask("Cause (id, or its number in `causes`)", cause_of),
-        culprit=ask("Culprit (rank N, node N, or job)", parse_culprit),
-        ranks=ask("Ranks that deviate from a healthy run (e.g. 0,2,3; empty for none)", parse_ranks, default=""),
-        fix=ask("Fix", str),
-    )
 
 
 @main.command()
@@ -307,52 +214,37 @@ def _interactive_drill(session) -> tuple:
 @click.option("--fix", help="Non-interactive: the fix, in words.")
 @click.option("--used", help="Non-interactive: help already taken, e.g. hint=1,log=2 (each costs points).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.pass_context
-def drill(ctx, scenario, pack, pick_random, seed, trainee, replay, answers_file, cause, culprit, ranks, fix, used, as_json):
+@click.pass_obj
+def drill(session, scenario, pack, pick_random, seed, trainee, replay, answers_file, cause, culprit, ranks, fix, used,
+          as_json):
     """Drill a trainee: a broken job's ticket and evidence, a diagnosis, a score.
 
     Interactive by default. Give --answers FILE, or --cause/--culprit/--ranks/--fix, to
     answer without prompts (automation, tests)."""
-    from . import drill as drills
-    from . import scenario as scenarios
+    from . import app
+    from .drill import answers_for
+    from .drill_prompt import interactive_answer
+    from .reports import drill_screens
     from .serial import to_dict
 
-    chosen = drills.choose(scenario, pack, pick_random, seed)
-    flags = {"cause": cause, "culprit": culprit, "fix": fix}
-    non_interactive = answers_file is not None or any(v is not None for v in flags.values()) or ranks is not None
-    answers = None
-    if answers_file is not None:
-        data = scenarios.read_yaml(answers_file)
-        single = isinstance(data, dict) and "cause" in data
-        answers = {item.id: (data, str(answers_file)) for item in chosen} if single else {
-            item.id: ((data or {}).get(item.id), f"{answers_file}: {item.id}") for item in chosen
-        }
-        for item_id, (entry, where) in answers.items():
-            if entry is None:
-                raise BadInput(f"{answers_file}: no answers for {item_id}")
-            answers[item_id] = _diagnosis_from(entry, where)
-    elif non_interactive:
-        data = {key: value for key, value in flags.items() if value is not None}
-        data["ranks"] = ranks or ""
-        data["used"] = _used(used)
-        answers = {item.id: _diagnosis_from(data, "options") for item in chosen}
+    chosen = app.drill_scenarios(scenario, pack, pick_random, seed)
+    answers = answers_for(chosen, answers_file, dict(cause=cause, culprit=culprit, ranks=ranks, fix=fix, used=used))
     who = _trainee(trainee)
     results = []
-    with _store(ctx) as store:
-        for item in chosen:
-            session = drills.DrillSession.start(item, store, replay=replay)
-            if answers is not None:
-                diagnosis, taken = answers[item.id]
-                session.used.update(taken)
-            else:
-                diagnosis = _interactive_drill(session)
-            result, _ = session.finish(diagnosis, who, pack)
-            results.append(result)
-            if as_json:
-                continue
-            if answers is not None:
-                click.echo(session.briefing() + "\n")
-            click.echo("\n" + session.debrief(result) + "\n")
+    for item in chosen:
+        session_ = app.start_drill(item, session.store, session.host, replay)
+        if answers is not None:
+            answer, taken = answers[item.id]
+            session_.used.update(taken)
+        else:
+            answer = interactive_answer(session_)
+        result, _ = session_.finish(answer, who, pack) if answer else session_.give_up(who, pack)
+        results.append(result)
+        if as_json:
+            continue
+        if answers is not None:
+            click.echo(drill_screens.briefing(session_) + "\n")
+        click.echo("\n" + drill_screens.debrief(session_, result, session_.others(exclude=result.id)) + "\n")
     if as_json:
         _emit_json([to_dict(result) for result in results])
     elif len(results) > 1:
@@ -364,58 +256,52 @@ def drill(ctx, scenario, pack, pick_random, seed, trainee, replay, answers_file,
 @click.option("--trainee", help="One trainee's history instead of the leaderboard.")
 @click.option("--pack", help="Only drills of this pack.")
 @click.option("--json", "as_json", is_flag=True)
-@click.pass_context
-def scores(ctx, trainee, pack, as_json):
+@click.pass_obj
+def scores(session, trainee, pack, as_json):
     """The leaderboard and per-cause weak spots (or one trainee's history)."""
-    from tabulate import tabulate
-
+    from .reports import text
     from .serial import to_dict
 
-    with _store(ctx) as store:
-        if trainee:
-            history = store.drills(trainee=trainee, pack=pack)
-            spots = store.weak_spots(pack=pack, trainee=trainee)
-            if as_json:
-                _emit_json({"history": [to_dict(d) for d in history], "weak_spots": spots})
-                return
-            click.echo(tabulate([[d.started_at, d.scenario_id, d.pack or "-", "replay" if d.replay else "live",
-                                  f"{d.total:g}/{d.max}", d.seconds] for d in history],
-                                headers=["when", "scenario", "pack", "run", "score", "seconds"]))
-        else:
-            board = store.leaderboard(pack=pack)
-            spots = store.weak_spots(pack=pack)
-            if as_json:
-                _emit_json({"leaderboard": board, "weak_spots": spots})
-                return
-            click.echo(tabulate(board, headers=["trainee", "drills", "mean", "best", "last played"]))
-        click.echo("\nWeak spots by cause (weakest first):")
-        click.echo(tabulate(spots, headers=["cause", "drills", "cause right %", "culprit right %", "mean score"]))
+    store = session.store
+    spots = store.weak_spots(pack=pack, trainee=trainee)
+    if trainee:
+        history = store.drills(trainee=trainee, pack=pack)
+        if as_json:
+            _emit_json({"history": [to_dict(d) for d in history], "weak_spots": spots})
+            return
+        click.echo(text.history_table(history))
+    else:
+        board = store.leaderboard(pack=pack)
+        if as_json:
+            _emit_json({"leaderboard": board, "weak_spots": spots})
+            return
+        click.echo(text.leaderboard_table(board))
+    click.echo("\nWeak spots by cause (weakest first):")
+    click.echo(text.weak_spots_table(spots))
 
 
 @main.command(name="export")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--scenario", "scenario_ids", multiple=True, help="Only recordings (and drills) of this scenario.")
 @click.option("--trainee", "trainees", multiple=True, help="Only drills of this trainee.")
-@click.pass_context
-def export_bundle(ctx, output, scenario_ids, trainees):
+@click.pass_obj
+def export_bundle(session, output, scenario_ids, trainees):
     """Write recordings and drill scores to a portable bundle file."""
     from . import bundle
 
-    with _store(ctx) as store:
-        recordings, drills = bundle.export(store, output, tuple(scenario_ids), tuple(trainees))
+    recordings, drills = bundle.export(session.store, output, tuple(scenario_ids), tuple(trainees))
     click.echo(f"{output}: {recordings} recordings, {drills} drills")
 
 
 @main.command(name="import")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-@click.pass_context
-def import_bundle(ctx, path):
+@click.pass_obj
+def import_bundle(session, path):
     """Add a bundle's recordings and drills to the store: all of it, or nothing if it is invalid."""
     from . import bundle
 
     recordings, drills = bundle.read(path)
-    with _store(ctx) as store:
-        new_recordings, new_drills = store.import_bundle(recordings, drills)
+    new_recordings, new_drills = session.store.import_bundle(recordings, drills)
     click.echo(f"{path}: {new_recordings} new recordings, {new_drills} new drills "
                f"({len(recordings) - new_recordings + len(drills) - new_drills} already there)")
 
@@ -426,36 +312,19 @@ def import_bundle(ctx, path):
 @click.option("--cause", "causes", multiple=True, help="Only recordings of scenarios of this cause.")
 @click.option("--platform", type=click.Choice(["cpu", "gpu"]), help="Only recordings made on this platform.")
 @click.option("--recording", "recording_ids", multiple=True, help="Only these recordings (ids from `run`).")
-@click.pass_context
-def runbook(ctx, output, fmt, causes, platform, recording_ids):
+@click.pass_obj
+def runbook(session, output, fmt, causes, platform, recording_ids):
     """Write the runbook (symptom -> cause -> check -> fix) from the recordings in the store."""
-    from . import runbook as runbooks
-    from . import scenario as scenarios
+    from . import app
+    from .reports import runbook_pages
     from .serial import write_text_atomically
 
-    cause_of = scenarios.cause_of_each()
-    with _store(ctx) as store:
-        if recording_ids:
-            chosen = [store.get(recording_id) for recording_id in recording_ids]
-        else:
-            chosen = store.recordings(kind="run")
-        chosen = [r for r in chosen if (not causes or cause_of.get(r.scenario_id) in causes)
-                  and (not platform or runbooks.platform_of(r) == platform)]
-        if not chosen:
-            raise BadInput("no recordings match: run some scenarios first (`faultlab run --all`)")
-        baselines = {}
-        for recording in chosen:
-            if recording.baseline_id:
-                try:
-                    baselines[recording.id] = store.get(recording.baseline_id)
-                except BadInput:  # imported without its baseline: the timeline stands alone
-                    pass
-    book = runbooks.build(chosen, baselines, cause_of)
-    text = runbooks.to_html(book) if fmt == "html" else runbooks.to_markdown(book)
+    book = app.select_for_runbook(session.store, tuple(causes), platform, tuple(recording_ids))
+    page = runbook_pages.to_html(book) if fmt == "html" else runbook_pages.to_markdown(book)
     if output is None:
-        click.echo(text)
+        click.echo(page)
         return
-    write_text_atomically(output, text)
+    write_text_atomically(output, page)
     click.echo(f"{output}: {len(book.sections)} symptoms from {len(book.recordings)} recordings")
 
 
@@ -475,15 +344,14 @@ def _rank_ranges(ranks) -> str:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--top", default=3, show_default=True, help="How many causes to show.")
-@click.pass_context
-def diagnose_logs(ctx, paths, as_json, top):
+@click.pass_obj
+def diagnose_logs(session, paths, as_json, top):
     """Triage real failure logs (files or directories): likely causes, evidence, culprits."""
     from . import diagnose, scenario as scenarios
     from .causes import CAUSES_BY_ID
     from .serial import to_dict
 
-    with _store(ctx) as store:
-        learned = diagnose.learned_counts(store.recordings(kind="run"), scenarios.cause_of_each())
+    learned = diagnose.learned_counts(session.store.recordings(kind="run"), scenarios.cause_of_each())
     found = diagnose.diagnose(list(paths), learned)
     if as_json:
         _emit_json(to_dict(found))

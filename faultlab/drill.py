@@ -14,17 +14,16 @@ import dataclasses
 import datetime
 import hashlib
 import random
-import textwrap
 import time
 
-from tabulate import tabulate
-
 from . import runner, scenario as scenarios
+from .launchers import ReplayLauncher, RunOptions
+from .host import Host
 from .errors import BadInput, EnvironmentProblem
-from .records import Recording
-from .render import ending_text, rank_table, seconds_text, symptom_lines, value_text
+from .faults import Target
+from .records import NodeCapture, RankCapture, Recording
 from .scenario import Scenario
-from .score import COSTS, Diagnosis, Score, score
+from .score import Answer, Score, answer_from_mapping, parse_used, score
 from .store import Store
 
 
@@ -56,6 +55,9 @@ class DrillResult:
     seconds: float
 
 
+GAVE_UP = "gave-up"  # the answer_cause of a drill the trainee gave up on
+
+
 def choose(name: str | None, pack: str | None, pick_random: bool, seed: int | None = None) -> list[Scenario]:
     """The scenarios to drill: one named, one at random (from a pack or the catalog), or a pack."""
     if sum(bool(x) for x in (name, pack and not pick_random, pick_random)) != 1:
@@ -69,114 +71,121 @@ def choose(name: str | None, pack: str | None, pick_random: bool, seed: int | No
     return pool
 
 
+def answers_for(chosen: list[Scenario], answers_file=None, options: dict | None = None):
+    """scenario id -> (answer, help used) for a drill answered without prompts: from a YAML
+    file (one answer, or a mapping by scenario id for a pack), or from the command's options.
+    None when the drill is interactive."""
+    if answers_file is not None:
+        data = scenarios.read_yaml(answers_file)
+        if isinstance(data, dict) and "cause" in data:
+            return {item.id: answer_from_mapping(data, str(answers_file)) for item in chosen}
+        answers = {}
+        for item in chosen:
+            entry = data.get(item.id) if isinstance(data, dict) else None
+            if entry is None:
+                raise BadInput(f"{answers_file}: no answers for {item.id}")
+            answers[item.id] = answer_from_mapping(entry, f"{answers_file}: {item.id}")
+        return answers
+    if options is None or all(options.get(key) is None for key in ("cause", "culprit", "ranks", "fix")):
+        return None
+    data = {key: options[key] for key in ("cause", "culprit", "fix") if options.get(key) is not None}
+    data["ranks"] = options.get("ranks") or ""
+    data["used"] = parse_used(options.get("used"))
+    return {item.id: answer_from_mapping(data, "options") for item in chosen}
+
+
 class DrillSession:
     """One drill in progress: the broken run, the help taken so far, the clock."""
 
-    def __init__(self, scenario: Scenario, recording: Recording, store: Store) -> None:
+    def __init__(self, scenario: Scenario, recording: Recording, store: Store, host: Host | None = None) -> None:
         self.scenario = scenario
         self.recording = recording
         self.store = store
+        self.host = host  # where a debug re-run runs live (None: a replayed drill cannot re-run)
         self.used: collections.Counter = collections.Counter()
         self.started = time.monotonic()
         self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         self.label = "drill " + hashlib.sha256(recording.id.encode()).hexdigest()[:6]
 
     @classmethod
-    def start(cls, scenario: Scenario, store: Store, replay: bool = False, live_only: bool = False) -> "DrillSession":
+    def start(cls, scenario: Scenario, store: Store, host: Host, replay: bool = False,
+              live_only: bool = False) -> "DrillSession":
         """Run the scenario live (or replay a recording of it) and open a drill on it."""
         if replay:
-            recording = runner.replay_stored_or_shipped(scenario, store)
+            launcher = ReplayLauncher.stored_or_shipped(scenario, store)
+            recording = runner.run_scenario(scenario, store, launcher, None)
         else:
-            recording = runner.run_scenario(scenario, store, runner.RunOptions(live_only=live_only))
-        return cls(scenario, recording, store)
+            recording = runner.run_here(scenario, store, host, RunOptions(live_only=live_only))
+        return cls(scenario, recording, store, host)
 
-    # --- what the trainee sees -----------------------------------------------------------
+    # --- evidence, each at its cost (reports/drill_screens.py renders it) -------------------
 
-    def briefing(self) -> str:
-        capture = self.recording.capture
-        origin = "" if self.recording.live else f"\n{self.recording.source}\n"
-        rows = [
-            [r.shown_rank, f"{r.node}/{r.local_rank}", value_text(r.value),
-             ending_text(r.ending, r.exit_code), r.last_phase,
-             seconds_text(r.end_t - r.start_t if r.start_t is not None else None)]
-            for r in capture.ranks
-        ]
-        expected = self.recording.comparison.deltas[0].expected_value if self.recording.comparison.deltas else 0
-        return "\n".join([
-            f"{self.label}: difficulty {self.scenario.difficulty}, {len(capture.nodes)} node(s), "
-            f"{capture.world_size} rank(s), {self.recording.backend}, timeout {capture.timeout_s:g}s{origin}",
-            "",
-            "Ticket:",
-            textwrap.indent(textwrap.fill(self.scenario.ticket, 92), "  "),
-            "",
-            f"What each rank did (a healthy run prints {expected:g} on every rank and exits 0):",
-            tabulate(rows, headers=["rank", "node/local", "value", "ended", "last phase", "seconds"]),
-        ])
-
-    def menu(self) -> str:
-        return (
-            f"  log N        rank N's full stdout and stderr          (-{COSTS['log']})\n"
-            f"  launcher N   node N's launch command and launcher log  (-{COSTS['launcher']})\n"
-            f"  network N    node N's ip addr, routes, ss -ltn, nft rules (-{COSTS['network']})\n"
-            f"  symptoms     the known signatures found in the logs     (-{COSTS['symptoms']})\n"
-            f"  debug KNOB   re-run live with {'/'.join(runner.DEBUG_KNOBS)}  (-{COSTS['debug']})\n"
-            f"  hint         the next hint ({len(self.scenario.hints) - self.used['hint']} left)"
-            f"                (-{COSTS['hint']})\n"
-            f"  causes       the cause catalog (free)\n"
-            f"  answer       give your diagnosis"
-        )
-
-    def rank_log(self, rank: int) -> str:
+    def rank_log(self, rank: int) -> list[RankCapture]:
+        """The workers that ran as `rank` (one, unless the launch gave a rank twice)."""
         matches = [r for r in self.recording.capture.ranks if r.shown_rank == rank]
         if not matches:
             raise BadInput(f"there is no rank {rank} in this job")
         self.used["log"] += 1
-        parts = []
-        for r in matches:
-            parts.append(f"--- rank {rank} (node {r.node}, local rank {r.local_rank}) stdout ---\n{r.stdout.rstrip()}")
-            parts.append(f"--- rank {rank} stderr ---\n{r.stderr.rstrip()}")
-        return "\n".join(parts)
+        return matches
 
-    def _node(self, node: int):
+    def _node(self, node: int) -> NodeCapture:
         nodes = self.recording.capture.nodes
         if not 0 <= node < len(nodes):
             raise BadInput(f"there is no node {node} in this job")
         return nodes[node]
 
-    def launcher(self, node: int) -> str:
+    def launcher(self, node: int) -> NodeCapture:
         found = self._node(node)
         self.used["launcher"] += 1
-        ended = "still running at the deadline, killed" if found.exit_code is None else f"exit {found.exit_code}"
-        return f"--- node {node} ---\n$ {found.command}\n(ended: {ended})\n{found.log.rstrip()}"
+        return found
 
-    def network(self, node: int) -> str:
+    def network(self, node: int) -> NodeCapture | None:
+        """The node's simulated host as read during the run; None (free) on one host's loopback."""
         found = self._node(node)
         if not found.network:
-            return "this job ran on one host's loopback: there is no host network to look at"
+            return None
         self.used["network"] += 1
-        return f"--- node {node}, as read one second into the run ---\n{found.network}"
+        return found
 
-    def symptoms(self) -> str:
+    def symptoms(self) -> Recording:
         self.used["symptoms"] += 1
-        return "\n".join(symptom_lines(self.recording)) or "no known signature matched"
+        return self.recording
 
-    def hint(self) -> str:
+    def hint(self) -> tuple[int, str] | None:
+        """(number, text) of the next hint, or None when all were taken."""
         if self.used["hint"] >= len(self.scenario.hints):
-            return "no more hints"
+            return None
         self.used["hint"] += 1
-        return f"Hint {self.used['hint']}: {self.scenario.hints[self.used['hint'] - 1]}"
+        return self.used["hint"], self.scenario.hints[self.used["hint"] - 1]
 
-    def debug(self, knob: str) -> str:
-        if not self.recording.live:
+    @property
+    def hints_left(self) -> int:
+        return len(self.scenario.hints) - self.used["hint"]
+
+    def debug(self, knob: str) -> Recording:
+        if not self.recording.live or self.host is None:
             raise EnvironmentProblem("a replayed drill cannot be re-run with a debug knob on this host")
         self.used["debug"] += 1
-        rerun = runner.run_scenario(self.scenario, self.store, runner.RunOptions(debug=knob, live_only=True))
-        return f"Re-run with {knob}:\n" + "\n".join(symptom_lines(rerun))
+        return runner.run_here(self.scenario, self.store, self.host, RunOptions(debug=knob, live_only=True))
+
+    def others(self, exclude: str | None = None) -> list[tuple[str, int]]:
+        """How other drills of this scenario in the store were answered: (cause, count), most first."""
+        answers = collections.Counter(d.answer_cause for d in self.store.drills()
+                                      if d.scenario_id == self.scenario.id and d.id != exclude)
+        return answers.most_common()
 
     # --- the diagnosis -------------------------------------------------------------------
 
-    def finish(self, diagnosis: Diagnosis, trainee: str, pack: str | None = None) -> tuple[DrillResult, Score]:
+    def give_up(self, trainee: str, pack: str | None = None) -> tuple[DrillResult, Score]:
+        """No diagnosis: the drill scores zero, and the debrief shows the answer."""
+        answer = Answer(cause=GAVE_UP, culprit=Target("job"), ranks=(), fix="")
+        return self.finish(answer, trainee, pack)
+
+    def finish(self, diagnosis: Answer, trainee: str, pack: str | None = None) -> tuple[DrillResult, Score]:
         result = score(self.scenario, self.recording.comparison, diagnosis, dict(self.used))
+        if diagnosis.cause == GAVE_UP:
+            result = dataclasses.replace(result, cause=0, culprit=0, ranks=0, fix=0, total=0,
+                                         notes=("gave up: the answer is shown below",))
         culprit = diagnosis.culprit.describe() if diagnosis.culprit.kind != "job" else "job"
         drill = DrillResult(
             id=f"{self.label.split()[1]}.{int(time.time() * 1000)}.{random.randrange(16**6):06x}",
@@ -204,23 +213,3 @@ class DrillSession:
         )
         self.store.save_drill(drill)
         return drill, result
-
-    def debrief(self, drill: DrillResult) -> str:
-        key = self.scenario.answer
-        return "\n".join([
-            f"Score: {drill.total:g} / {drill.max}  (cause {drill.score_cause:g}, culprit {drill.score_culprit:g}, "
-            f"ranks {drill.score_ranks:g}, fix {drill.score_fix:g}, help -{drill.costs}; {drill.seconds:.0f}s)",
-            *[f"  - {note}" for note in drill.notes],
-            "",
-            f"It was {self.scenario.id}: {self.scenario.title}",
-            f"Cause: {key.cause}; culprit: {key.culprit.describe()}; "
-            f"deviating ranks: {list(self.recording.comparison.deviating_ranks)}",
-            f"Fix: {key.fix}",
-            "",
-            "Per rank, against the healthy baseline:",
-            rank_table(self.recording),
-            "",
-            "What happened:",
-            textwrap.indent(textwrap.fill(self.scenario.explain, 92), "  "),
-        ])
-

@@ -2,7 +2,7 @@
 
 A fault changes either the launch (a node's or a rank's launch arguments and environment)
 or the program (a code patch at a named injection point of the seed program). Kinds apply
-themselves to a PlanDraft, which `plan.build_plan` turns into a LaunchPlan.
+themselves to a PlanDraft, which `lab.plan.build_plan` turns into a LaunchPlan.
 """
 
 from __future__ import annotations
@@ -10,40 +10,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Literal
 
-from .experiment import CodePatch
+from .lab.draft import PlanDraft
+from .lab.program import CodePatch
 
 TargetKind = Literal["job", "node", "rank"]
-
-
-@dataclasses.dataclass
-class NodeDraft:
-    node_rank: int
-    nnodes: int
-    nproc_per_node: int
-    master_port_offset: int = 0
-    env: dict[str, str] = dataclasses.field(default_factory=dict)
-    worker_port_offsets: dict[int, int] = dataclasses.field(default_factory=dict)
-    master_addr: str | None = None
-
-
-@dataclasses.dataclass
-class PlanDraft:
-    """The launch as it is being built: the healthy plan, then each fault applied in turn."""
-
-    backend: str
-    ranks_per_node: int
-    gpus_per_node: int  # the GPUs each simulated node exposes (CUDA_VISIBLE_DEVICES)
-    nodes: list[NodeDraft]
-    patches: list[CodePatch] = dataclasses.field(default_factory=list)
-    occupy_master_port: bool = False
-    launcher: Literal["torchrun", "python"] = "torchrun"
-    # Changes to the simulated hosts' network (topology hosts: true).
-    firewalls: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
-    link_downs: list[tuple[int, float]] = dataclasses.field(default_factory=list)
-
-    def slot_of_rank(self, rank: int) -> tuple[NodeDraft, int]:
-        node_index, local_rank = divmod(rank, self.ranks_per_node)
-        return self.nodes[node_index], local_rank
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +47,7 @@ class FaultKind:
     params: tuple[Param, ...] = ()
     gpu_only: bool = False  # physically needs CUDA devices to mean anything
     needs_hosts: bool = False  # only exists between simulated hosts (topology hosts: true)
+    needs_commands: tuple[str, ...] = ()  # system commands applying it needs (e.g. nft)
 
 
 def _rank_guard(target: Target, body: str) -> str:
@@ -193,7 +164,7 @@ def _visible_gpus(draft: PlanDraft, target: Target, params: dict) -> None:
 
 
 def _wrong_master_addr(draft: PlanDraft, target: Target, params: dict) -> None:
-    from .netns import UNANSWERED_ADDRESS
+    from .lab.netns import UNANSWERED_ADDRESS
 
     draft.nodes[target.index].master_addr = UNANSWERED_ADDRESS
 
@@ -379,6 +350,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
             Param("action", str, "drop", "'drop': silence; 'reject': a TCP reset at once", ("drop", "reject")),
         ),
         needs_hosts=True,
+        needs_commands=("nft",),
     ),
     FaultKind(
         id="link-down",

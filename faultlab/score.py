@@ -41,7 +41,9 @@ _STOPWORDS = frozenset(
 
 
 @dataclasses.dataclass(frozen=True)
-class Diagnosis:
+class Answer:
+    """A trainee's diagnosis of a drill."""
+
     cause: str
     culprit: Target
     ranks: tuple[int, ...]
@@ -109,7 +111,7 @@ def _culprit_points(answer: Target, key: Target, ranks_per_node: int) -> tuple[f
 
 
 def score(
-    scenario: Scenario, comparison: Comparison, diagnosis: Diagnosis, used: dict[str, int]
+    scenario: Scenario, comparison: Comparison, diagnosis: Answer, used: dict[str, int]
 ) -> Score:
     """Score `diagnosis`; `used` counts the help taken by kind (keys of COSTS)."""
     notes = []
@@ -146,3 +148,42 @@ def score(
         max=MAX_POINTS,
         notes=tuple(notes),
     )
+
+
+ANSWER_KEYS = ("cause", "culprit", "ranks", "fix", "used")
+
+
+def parse_used(text: str | None) -> dict[str, int]:
+    """'hint=1,log=2' -> {'hint': 1, 'log': 2}: help already taken, each at its cost."""
+    used = {}
+    for item in filter(None, (text or "").split(",")):
+        kind, _, count = item.partition("=")
+        if not count.strip().isdigit():
+            raise BadInput(f"--used {text!r}: write KIND=COUNT pairs, e.g. hint=1,log=2")
+        used[kind.strip()] = int(count)
+    return used
+
+
+def answer_from_mapping(data, where: str) -> tuple[Answer, dict[str, int]]:
+    """(answer, help used) from an answers mapping (a YAML file's, or the options'); BadInput names `where`."""
+    if not isinstance(data, dict):
+        raise BadInput(f"{where}: expected a mapping with cause, culprit, ranks, fix")
+    unknown = set(data) - set(ANSWER_KEYS)
+    if unknown:
+        raise BadInput(f"{where}: unknown key {sorted(map(str, unknown))[0]!r} (allowed: {', '.join(ANSWER_KEYS)})")
+    missing = [key for key in ("cause", "culprit", "fix") if key not in data]
+    if missing:
+        raise BadInput(f"{where}: missing {missing[0]!r}")
+    used = data.get("used", {})
+    if not isinstance(used, dict) or not all(isinstance(v, int) and v >= 0 for v in used.values()):
+        raise BadInput(f"{where}.used: expected a mapping of help kinds to counts")
+    try:
+        answer = Answer(
+            cause=check_cause(str(data["cause"])),
+            culprit=parse_culprit(str(data["culprit"])),
+            ranks=parse_ranks(data.get("ranks", [])),
+            fix=str(data["fix"]),
+        )
+    except BadInput as error:
+        raise BadInput(f"{where}: {error}") from None
+    return answer, dict(used)

@@ -1,3 +1,4 @@
+import functools
 from pathlib import Path
 
 import pytest
@@ -44,10 +45,34 @@ def cli(db):
     return invoke
 
 
-def host_gpus() -> int:
-    from faultlab.plan import gpus_on_host
+@functools.lru_cache(maxsize=None)
+def this_host():
+    """This machine's facts, probed once for the session."""
+    from faultlab.host import Host
 
-    return gpus_on_host()
+    return Host.probe()
+
+
+def host_gpus() -> int:
+    return this_host().gpus
+
+
+def run_live(scenario, store, options=None):
+    """Run `scenario` live here, or skip the test naming what this host lacks."""
+    from faultlab import runner
+    from faultlab.launchers import LocalLauncher, RunOptions
+
+    here = this_host().availability(scenario)
+    if not here.live:
+        pytest.skip(f"{scenario.id} {here.reason}")
+    return runner.run_scenario(scenario, store, LocalLauncher(this_host()), here.backend, options or RunOptions())
+
+
+def replay_file(scenario, path, store):
+    from faultlab import runner
+    from faultlab.launchers import ReplayLauncher
+
+    return runner.run_scenario(scenario, store, ReplayLauncher.from_file(scenario, path), None)
 
 
 def load(path) -> scenarios.Scenario:

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from faultlab import runner
 from faultlab.errors import ExitCode
 
-from conftest import TEST_SCENARIOS, load
+from conftest import TEST_SCENARIOS, load, run_live
 
 pytestmark = pytest.mark.live
 
@@ -119,7 +118,7 @@ def test_twenty_hang_runs_leave_nothing_behind(tmp_path, store):
     dirs_before = run_dirs()
     hang = load(TEST_SCENARIOS / "hang-short.yaml")
     for _ in range(19):
-        recording = runner.run_scenario(hang, store)
+        recording = run_live(hang, store)
         assert recording.comparison.verdict == "hung"
         assert recording.reproduced
     # The twentieth is interrupted with Ctrl-C while its workers wait in the rendezvous.
@@ -148,5 +147,5 @@ def test_sigkill_of_faultlab_takes_its_tree_down(tmp_path, store):
     assert_no_listener_left(namespaces, ports_before)
     orphans = {path for path in run_dirs() if path.name.startswith(f"faultlab-run-{process.pid}-")}
     assert orphans, "the killed run's directory is where the next run will find it"
-    runner.run_scenario(load(TEST_SCENARIOS / "hang-short.yaml"), store)
+    run_live(load(TEST_SCENARIOS / "hang-short.yaml"), store)
     assert not orphans & run_dirs(), "the next run removed the killed run's directory"

@@ -40,8 +40,25 @@ def test_list_shows_every_scenario(cli):
     rows = json.loads(result.output)
     assert sorted(row["id"] for row in rows) == sorted(p.stem for p in shipped_scenarios())
     by_id = {row["id"]: row for row in rows}
-    assert by_id["healthy"]["live here"] == "yes"
+    assert by_id["healthy"]["here"] == "live" and by_id["healthy"]["how"] == "live (gloo)"
     assert by_id["wrong-master-port-rank"]["cause"] == "wrong-master-port"
+
+
+def test_list_tells_each_scenario_how_it_runs_on_the_host_it_is_given(monkeypatch):
+    """One answer per host: a fake host without root or GPUs, and one with both."""
+    from faultlab import app
+    from faultlab.host import Host
+
+    bare = {e.scenario.id: e.here for e in app.catalog(Host(gpus=0, root=False, commands=frozenset()))}
+    assert bare["healthy"].mode == "live"
+    assert bare["healthy-hosts"].mode == "cannot" and "needs root" in bare["healthy-hosts"].reason
+    assert bare["missing-set-device"].mode == "replay" and bare["missing-set-device"].recording.name.endswith(".json")
+    root_no_nft = {e.scenario.id: e.here for e in app.catalog(Host(gpus=0, root=True, commands=frozenset({"ip"})))}
+    assert root_no_nft["healthy-hosts"].live and not root_no_nft["firewall-master-port"].live
+    assert "`nft`" in root_no_nft["firewall-master-port"].reason
+    gpu_host = {e.scenario.id: e.here for e in app.catalog(Host(gpus=8, root=True, commands=frozenset({"ip", "nft"})))}
+    assert all(here.live for here in gpu_host.values())
+    assert gpu_host["missing-set-device"].backend == "nccl" and gpu_host["healthy"].backend == "nccl"
 
 
 def test_causes_lists_the_catalog(cli):

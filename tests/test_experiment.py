@@ -2,14 +2,15 @@
 
 import pytest
 
-from faultlab import experiment, faults
-from faultlab.plan import program_for
+from faultlab import faults
+from faultlab.lab import program as seed
+from faultlab.lab.plan import program_for
 
 from conftest import load, shipped_scenarios
 
 
 def test_healthy_program_is_the_seed_program():
-    program = experiment.render_program("gloo", 5)
+    program = seed.render_program("gloo", 5)
     for line in (
         "dist.init_process_group(BACKEND, timeout=TIMEOUT)",
         'local_rank = int(os.environ["LOCAL_RANK"])',
@@ -45,7 +46,7 @@ def test_every_fault_kind_names_a_known_cause():
 
 def test_unknown_injection_point_is_refused():
     with pytest.raises(ValueError):
-        experiment.CodePatch("nowhere")
+        seed.CodePatch("nowhere")
 
 
 def test_every_fault_kind_is_exercised_by_a_shipped_scenario():

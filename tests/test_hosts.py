@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from faultlab import netns, runner
+from faultlab.lab import netns
 
-from conftest import ROOT, load
+from conftest import ROOT, load, run_live
 from test_cleanup import start_faultlab, wait_for_workers, wait_gone
 
 pytestmark = [
@@ -23,7 +23,7 @@ def faultlab_namespaces() -> list[str]:
 
 
 def test_a_host_network_is_evidence(store):
-    recording = runner.run_scenario(load(ROOT / "scenarios" / "firewall-master-port.yaml"), store)
+    recording = run_live(load(ROOT / "scenarios" / "firewall-master-port.yaml"), store)
     master = recording.capture.nodes[0].network
     assert "172.31.213.1/24" in master and "tcp dport 29500 drop" in master and "LISTEN" in master
     assert "tcp dport" not in recording.capture.nodes[1].network
@@ -32,7 +32,7 @@ def test_a_host_network_is_evidence(store):
 def test_twenty_runs_killed_and_interrupted_leave_no_namespace(tmp_path, store):
     healthy = load(ROOT / "scenarios" / "healthy-hosts.yaml")
     for _ in range(18):
-        assert runner.run_scenario(healthy, store).reproduced
+        assert run_live(healthy, store).reproduced
         assert not faultlab_namespaces()
     for stop in (signal.SIGKILL, signal.SIGINT):
         process = start_faultlab(tmp_path / "stopped.db", "data-ports-blocked")
@@ -44,7 +44,7 @@ def test_twenty_runs_killed_and_interrupted_leave_no_namespace(tmp_path, store):
             os.killpg(process.pid, signal.SIGINT)
         process.communicate(timeout=60)
         assert not wait_gone(tree), "processes outlived the run"
-    runner.run_scenario(healthy, store)  # the next run removes what the killed one left
+    run_live(healthy, store)  # the next run removes what the killed one left
     assert not faultlab_namespaces()
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True, check=True).stdout
     assert "fl" not in " ".join(line.split()[0] for line in links.splitlines()), "a veth link survived"

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from faultlab import recordings, runner
+from faultlab import recording_files
 from faultlab.errors import ExitCode
 
-from conftest import ROOT, host_gpus, load, shipped_scenarios
+from conftest import ROOT, host_gpus, load, replay_file, shipped_scenarios
 
 GPU_SCENARIOS = [p for p in shipped_scenarios() if load(p).requires_gpus]
 RECORDING_FILES = sorted((ROOT / "recordings").glob("*.json"))
@@ -16,12 +16,12 @@ RECORDING_FILES = sorted((ROOT / "recordings").glob("*.json"))
 def test_every_gpu_scenario_has_a_shipped_recording():
     assert GPU_SCENARIOS
     for path in GPU_SCENARIOS:
-        assert recordings.shipped_for(path.stem), f"{path.stem} has no recording to replay on CPU machines"
+        assert recording_files.shipped_for(path.stem), f"{path.stem} has no recording to replay on CPU machines"
 
 
 @pytest.mark.parametrize("path", RECORDING_FILES, ids=[p.stem for p in RECORDING_FILES])
 def test_recording_was_made_live_on_a_gpu_and_says_where(path):
-    run, baseline = recordings.read(path)
+    run, baseline = recording_files.read(path)
     assert run.live and run.source == "live"
     made = run.environment
     assert made.gpus and made.driver and made.nccl and made.torch and made.host
@@ -32,9 +32,9 @@ def test_recording_was_made_live_on_a_gpu_and_says_where(path):
 
 @pytest.mark.parametrize("path", RECORDING_FILES, ids=[p.stem for p in RECORDING_FILES])
 def test_replay_reproduces_and_shows_the_culprit(path, store):
-    run, _ = recordings.read(path)
+    run, _ = recording_files.read(path)
     scenario = load(ROOT / "scenarios" / f"{run.scenario_id}.yaml")
-    replayed = runner.replay(scenario, path, store)
+    replayed = replay_file(scenario, path, store)
     assert not replayed.live and replayed.source.startswith(f"REPLAY of {path.name}")
     assert replayed.comparison.verdict == scenario.expect.verdict
     assert replayed.reproduced, replayed.missing_signatures
@@ -55,8 +55,9 @@ def test_cli_replays_missing_set_device_and_says_so(cli):
         pytest.skip("this host has GPUs: the scenario runs live")
     result = cli("run", "missing-set-device")
     assert result.exit_code == ExitCode.OK, result.output
-    assert "REPLAY of missing-set-device." in result.output and "not run on this machine" in result.output
-    assert "NVIDIA H200" in result.output
+    words = " ".join(result.output.split())  # long lines wrap at the terminal's width
+    assert "REPLAY of missing-set-device." in words and "not run on this machine" in words
+    assert "NVIDIA H200" in words
     for rank in (0, 1):
         assert f"[rank{rank}]: Duplicate GPU detected : rank {rank} and rank {1 - rank} both on CUDA device" in result.output
 

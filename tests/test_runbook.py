@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 from faultlab import runbook as runbooks
-from faultlab import runner, scenario as scenarios
+from faultlab import scenario as scenarios
 
-from conftest import ROOT, load
+from conftest import ROOT, load, replay_file, run_live
 
 QUICK_LIVE = ["rank-crash", "rank-oom-killed", "wrong-reduce-op", "skipped-destroy", "plain-python", "nccl-without-gpu"]
 
@@ -23,10 +23,10 @@ def recorded(tmp_path_factory):
     db = tmp_path_factory.mktemp("runbook") / "faultlab.db"
     with Store(db) as store:
         for scenario_id in QUICK_LIVE:
-            runner.run_scenario(load(ROOT / "scenarios" / f"{scenario_id}.yaml"), store)
+            run_live(load(ROOT / "scenarios" / f"{scenario_id}.yaml"), store)
         for path in sorted((ROOT / "recordings").glob("*.json")):
             scenario_id = path.name.split(".")[0]
-            runner.replay(load(ROOT / "scenarios" / f"{scenario_id}.yaml"), path, store)
+            replay_file(load(ROOT / "scenarios" / f"{scenario_id}.yaml"), path, store)
         runs = store.recordings(kind="run")
         baselines = {r.id: store.get(r.baseline_id) for r in runs if r.baseline_id}
     cause_of = scenarios.cause_of_each()

@@ -2,10 +2,9 @@
 
 import pytest
 
-from faultlab import runner
 from faultlab.errors import ExitCode
 
-from conftest import host_gpus, load, shipped_scenarios
+from conftest import load, run_live, shipped_scenarios, this_host
 
 SCENARIO_FILES = shipped_scenarios()
 
@@ -21,12 +20,13 @@ def test_scenario_file_is_valid(path):
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
 def test_scenario_reproduces_live(path, store, cli):
     loaded = load(path)
-    if host_gpus() < loaded.requires_gpus:
+    here = this_host().availability(loaded)
+    if here.mode == "replay":
         result = cli("run", loaded.id, "--live")
         assert result.exit_code == ExitCode.ENVIRONMENT
-        assert f"needs {loaded.requires_gpus} GPU" in result.output and "--live refuses to replay" in result.output
+        assert here.reason in result.output and "--live refuses to replay" in result.output
         return  # test_replay.py covers it through its shipped recording
-    recording = runner.run_scenario(loaded, store)
+    recording = run_live(loaded, store)
     found = {symptom.id for symptom in recording.symptoms}
     assert recording.comparison.verdict == loaded.expect.verdict, recording.comparison.summary
     assert set(loaded.expect.signatures_for(recording.backend)) <= found

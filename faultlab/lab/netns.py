@@ -21,7 +21,7 @@ import socket
 import struct
 import subprocess
 
-from .errors import EnvironmentProblem
+from ..errors import EnvironmentProblem
 
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS = 0x8913
@@ -68,6 +68,7 @@ def private_loopback():
 # Simulated hosts: one namespace per node, each with eth0 on a private bridge.
 
 HOSTS_SUBNET = "172.31.213"  # used only inside the namespaces faultlab makes
+SIMULATED_HOSTS = f"simulated hosts: node N at {HOSTS_SUBNET}.N+1 on a private bridge"
 UNANSWERED_ADDRESS = f"{HOSTS_SUBNET}.250"  # an address on the hosts' link where no host is
 NAMESPACE_PREFIX = "fl-"  # fl-<owner pid>-<run id>-<h0|h1|...|sw>
 NAMESPACE_DIR = "/var/run/netns"
@@ -171,6 +172,16 @@ class SimulatedHosts:
     def set_link(self, index: int, up: bool) -> None:
         _ip("-n", self.name(index), "link", "set", "eth0", "up" if up else "down")
 
+    def apply_firewalls(self, firewalls, master_port: int) -> None:
+        """The plan's firewalls, as (node, "master" | "data", "drop" | "reject") tuples."""
+        for node, ports, action in firewalls:
+            verdict = "drop" if action == "drop" else "reject with tcp reset"
+            if ports == "master":  # on the master's host, as a firewall in front of the store
+                self.add_firewall(0, [f'iifname "eth0" tcp dport {master_port} {verdict}'])
+            else:  # new connections to anything but the store's port
+                self.add_firewall(node, [
+                    f'iifname "eth0" tcp flags & (syn | ack) == syn tcp dport != {master_port} {verdict}'])
+
     def add_firewall(self, index: int, rules: list[str]) -> None:
         """nftables rules on the host's incoming traffic (its own namespace only)."""
         if shutil.which("nft") is None:
@@ -181,6 +192,9 @@ class SimulatedHosts:
                               capture_output=True, text=True, timeout=30)
         if done.returncode:
             raise EnvironmentProblem(f"nft refused the firewall rules for host {index}: {done.stderr.strip()}")
+
+    def evidence_of_all(self) -> dict[int, str]:
+        return {index: self.evidence(index) for index in range(self.count)}
 
     def evidence(self, index: int) -> str:
         """What `ip addr`, `ip route`, `ss -ltn` and `nft list ruleset` show on the host now."""

@@ -1,14 +1,20 @@
-"""Scenario -> LaunchPlan: the healthy launch of the topology, then each fault applied to it."""
+"""Scenario -> LaunchPlan: the healthy launch of the topology, then each fault applied to it.
+
+The plan owns its types: what the launch executes is data, built here and nowhere else."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
-from . import experiment
-from .errors import EnvironmentProblem
-from .faults import FAULT_KINDS_BY_ID, NodeDraft, PlanDraft
-from .launch import LaunchPlan, NodeLaunch
-from .scenario import Scenario
+from ..errors import EnvironmentProblem
+from ..faults import FAULT_KINDS_BY_ID
+from ..scenario import Scenario
+from . import netns
+from .draft import NodeDraft, PlanDraft
+from .program import PROGRAM_NAME, render_program
+
+LOOPBACK = "127.0.0.1"
 
 # Every simulated node talks over loopback: name it, rather than let gloo resolve the host
 # name (which may point at a LAN address) or NCCL skip "lo" as it does by default.
@@ -23,38 +29,65 @@ HANG_GRACE_S = 1.5
 EXEC_STARTUP_ALLOWANCE_S = 20.0
 
 
-def choose_backend(scenario: Scenario, host_gpus: int) -> str:
-    """The backend a live run uses on a host with `host_gpus` GPUs.
+@dataclasses.dataclass(frozen=True)
+class NodeLaunch:
+    """How one simulated node's launcher is started: its torchrun arguments and environment."""
 
-    Raises EnvironmentProblem for a GPU scenario on a host with too few GPUs, or a
-    simulated-hosts scenario where namespaces cannot be made: it is never run as something
-    else under its name.
-    """
-    topology = scenario.topology
-    if topology.hosts:
-        from .netns import hosts_supported
-
-        problem = hosts_supported()
-        if problem:
-            raise EnvironmentProblem(f"scenario {scenario.id!r}: {problem}")
-    if topology.backend == "gloo":
-        return "gloo"
-    if topology.backend == "nccl":
-        if host_gpus < scenario.requires_gpus:
-            raise EnvironmentProblem(
-                f"scenario {scenario.id!r} needs {scenario.requires_gpus} GPU(s) to run live on nccl; "
-                f"this host has {host_gpus}"
-            )
-        return "nccl"
-    wanted = topology.nodes * max(topology.gpus_per_node, topology.ranks_per_node)
-    return "nccl" if host_gpus >= wanted else "gloo"
+    index: int
+    node_rank: int  # --node_rank
+    nnodes: int  # --nnodes
+    nproc_per_node: int  # --nproc_per_node
+    master_port_offset: int = 0  # --master_port = the job's port + this
+    env: tuple[tuple[str, str], ...] = ()  # extra environment of this node's launcher
+    worker_port_offsets: tuple[tuple[int, int], ...] = ()  # (local_rank, offset) on MASTER_PORT
+    master_addr: str | None = None  # --master_addr, where it differs from the job's
 
 
-def gpus_on_host() -> int:
-    """CUDA devices torch can see here (0 without a CUDA build). Imports torch."""
-    import torch
+@dataclasses.dataclass(frozen=True)
+class LaunchPlan:
+    backend: str  # "gloo" or "nccl"
+    program: str  # the source every worker runs
+    nodes: tuple[NodeLaunch, ...]
+    timeout_s: float  # the process-group and rendezvous timeout of the job
+    deadline_s: float  # faultlab kills everything this long after the launch began
+    occupy_master_port: bool = False  # another process already listens on MASTER_PORT
+    launcher: str = "torchrun"  # "python": each node runs the script itself, no launcher
+    # "fork": workers are forked from a launcher that imported torch once (fast);
+    # "exec": every worker is a fresh interpreter, as under torchrun (needed for CUDA).
+    worker_start: str = "fork"
+    # Simulated hosts: every node in a network namespace of its own (netns.SimulatedHosts),
+    # with these changes to the network, as (node, ...) tuples.
+    hosts: bool = False
+    firewalls: tuple[tuple[int, str, str], ...] = ()  # (node, "master" | "data", "drop" | "reject")
+    link_downs: tuple[tuple[int, float], ...] = ()  # (node, seconds after launch)
 
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    def master_addr(self, node: NodeLaunch) -> str:
+        default = netns.host_address(0) if self.hosts else LOOPBACK
+        return node.master_addr or default
+
+    def local_addr(self, node: NodeLaunch) -> str:
+        return netns.host_address(node.index) if self.hosts else LOOPBACK
+
+    @property
+    def world_size(self) -> int:
+        return sum(node.nproc_per_node for node in self.nodes)
+
+    @property
+    def fork_workers(self) -> bool:
+        return self.worker_start == "fork"
+
+    def command_line(self, node: NodeLaunch, master_port: int) -> str:
+        """The command line this node's launch stands for, with the environment the scenario set."""
+        env = " ".join(f"{key}={value}" for key, value in node.env if key != "CUDA_VISIBLE_DEVICES" or self.backend == "nccl")
+        prefix = f"{env} " if env else ""
+        if self.launcher == "python":
+            return f"{prefix}python {PROGRAM_NAME}"
+        where = f"[host {self.local_addr(node)}] " if self.hosts else ""
+        return (
+            f"{where}{prefix}torchrun --nnodes={node.nnodes} --nproc_per_node={node.nproc_per_node} "
+            f"--node_rank={node.node_rank} --master_addr={self.master_addr(node)} "
+            f"--master_port={master_port + node.master_port_offset} {PROGRAM_NAME}"
+        )
 
 
 def _gpu_slices(nodes: int, gpus_per_node: int, host_gpus: int) -> list[str]:
@@ -94,7 +127,7 @@ def _draft(scenario: Scenario, backend: str, healthy: bool, extra_env: dict[str,
 def program_for(scenario: Scenario, backend: str, healthy: bool = False) -> str:
     """The program text a run of the scenario executes (renders without importing torch)."""
     draft = _draft(scenario, backend, healthy, None)
-    return experiment.render_program(backend, scenario.timeout_s, tuple(draft.patches))
+    return render_program(backend, scenario.timeout_s, tuple(draft.patches))
 
 
 def build_plan(
@@ -119,7 +152,7 @@ def build_plan(
     startup = 0.0 if fork else EXEC_STARTUP_ALLOWANCE_S
     return LaunchPlan(
         backend=backend,
-        program=experiment.render_program(backend, scenario.timeout_s, tuple(draft.patches)),
+        program=render_program(backend, scenario.timeout_s, tuple(draft.patches)),
         nodes=tuple(
             NodeLaunch(
                 index=index,

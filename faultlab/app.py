@@ -1,0 +1,99 @@
+"""The application: what each faultlab command does, as one call the CLI makes.
+
+The CLI parses options, calls one function here, and renders what it returns with
+reports/. The rules (which recordings a runbook uses, which scenarios a catalog lists as
+live here, what a drill's answers file may hold) live here and in the core, not in the CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from . import drill as drills
+from . import runbook as runbooks
+from . import runner
+from . import scenario as scenarios
+from .errors import BadInput
+from .host import Availability, Host
+from .launchers import RunOptions
+from .lab.plan import program_for
+from .lab.program import program_diff
+from .records import Recording
+from .scenario import Scenario
+
+
+def run(reference: str, store, host: Host, options: RunOptions) -> tuple[Scenario, Recording]:
+    """One scenario (an id or a YAML file), live here or replayed."""
+    scenario = scenarios.resolve(reference)
+    return scenario, runner.run_here(scenario, store, host, options)
+
+
+def run_all(store, host: Host, options: RunOptions, progress=None):
+    """The whole catalog, one scenario after another."""
+    return runner.run_suite(scenarios.load_all(), store, host, options, progress)
+
+
+def baseline(reference: str, store, host: Host, keep_logs: Path | None) -> Recording:
+    """A fresh healthy run of the scenario's topology, stored."""
+    scenario = scenarios.resolve(reference)
+    backend = runner.live_backend(scenario, host)
+    options = RunOptions(fresh_baseline=True, keep_logs=keep_logs)
+    return runner.LocalLauncher(host).baseline(scenario, backend, store, options)
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogEntry:
+    scenario: Scenario
+    here: Availability  # live, replay, or what it needs
+
+
+def catalog(host: Host) -> list[CatalogEntry]:
+    return [CatalogEntry(item, host.availability(item)) for item in scenarios.load_all()]
+
+
+def describe(reference: str, host: Host) -> CatalogEntry:
+    scenario = scenarios.resolve(reference)
+    return CatalogEntry(scenario, host.availability(scenario))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramView:
+    scenario: Scenario
+    backend: str
+    healthy: str
+    broken: str
+    diff: str  # '' when the scenario's faults are all in the launch
+
+
+def program_view(reference: str, backend: str | None) -> ProgramView:
+    """The healthy program and the broken one (renders without torch)."""
+    scenario = scenarios.resolve(reference)
+    backend = backend or ("nccl" if scenario.topology.backend == "nccl" else "gloo")
+    healthy = program_for(scenario, backend, healthy=True)
+    broken = program_for(scenario, backend)
+    return ProgramView(scenario, backend, healthy, broken, program_diff(healthy, broken))
+
+
+def select_for_runbook(store, causes: tuple[str, ...], platform: str | None,
+                       recording_ids: tuple[str, ...]) -> runbooks.Runbook:
+    """The runbook of the store's runs (or of the named recordings), filtered by cause and platform."""
+    cause_of = scenarios.cause_of_each()
+    chosen = [store.get(rid) for rid in recording_ids] if recording_ids else store.recordings(kind="run")
+    chosen = [r for r in chosen if (not causes or cause_of.get(r.scenario_id) in causes)
+              and (not platform or runbooks.platform_of(r) == platform)]
+    if not chosen:
+        raise BadInput("no recordings match: run some scenarios first (`faultlab run --all`)")
+    baselines = {}
+    for recording in chosen:
+        if recording.baseline_id and store.has(recording.baseline_id):
+            baselines[recording.id] = store.get(recording.baseline_id)
+    return runbooks.build(chosen, baselines, cause_of)
+
+
+def drill_scenarios(name: str | None, pack: str | None, pick_random: bool, seed: int | None) -> list[Scenario]:
+    return drills.choose(name, pack, pick_random, seed)
+
+
+def start_drill(scenario: Scenario, store, host: Host, replay: bool) -> drills.DrillSession:
+    return drills.DrillSession.start(scenario, store, host, replay=replay)

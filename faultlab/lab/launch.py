@@ -1,0 +1,139 @@
+"""LaunchPlan -> processes, through torch's own elastic launcher, and back to a Capture.
+
+One launcher agent per simulated node (agent.py), each in its own process group with its
+own environment. On gloo the agents and workers are forked from this process after torch
+is imported once (the expensive part of every torchrun start); with CUDA every worker is a
+fresh interpreter. The launch owns the run's temp directory, its network (a private
+namespace, or simulated hosts) and its deadline; supervise.py ends every process before
+`launch` returns, at the deadline, on error and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+import uuid
+from pathlib import Path
+
+from ..errors import EnvironmentProblem, Interrupted
+from ..records import Capture
+from . import netns
+from .agent import run_node_agent
+from .capture import LaunchOutcome, read_capture
+from .plan import LOOPBACK, LaunchPlan
+from .rundir import RunDir
+from .supervise import RunProcesses, remove_orphaned_run_dirs, sigterm_as_interrupt
+
+# Past the deadline, a launcher whose workers have all ended may still be writing its
+# failure report (torch imports its log formatter's dependencies on the first error).
+LAUNCHER_WRAPUP_S = 10.0
+TORCHRUN_DEFAULT_PORT = 29500  # simulated hosts have their own ports: use torchrun's default
+EVIDENCE_AT_S = 1.0  # when each simulated host's addresses, ports and rules are read
+
+
+def pick_master_port(offsets: set[int]) -> int:
+    """A port free on loopback such that port + every offset is free too."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind((LOOPBACK, 0))
+            port = probe.getsockname()[1]
+        if all(_port_is_free(port + offset) for offset in offsets if offset):
+            return port
+    raise EnvironmentProblem("no free loopback port found for MASTER_PORT after 50 tries")
+
+
+def _port_is_free(port: int) -> bool:
+    if not 0 < port < 65536:
+        return False
+    with socket.socket() as probe:
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def _port_offsets(plan: LaunchPlan) -> set[int]:
+    offsets = {node.master_port_offset for node in plan.nodes}
+    return offsets | {offset for node in plan.nodes for _, offset in node.worker_port_offsets}
+
+
+def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
+    """Run the plan to its end or its deadline and return what it left behind."""
+    import multiprocessing
+
+    import torch.distributed  # noqa: F401  imported once here, inherited by every fork
+    import torch.distributed.launcher.api  # noqa: F401
+
+    run_id = uuid.uuid4().hex[:12]
+    remove_orphaned_run_dirs()
+    run_dir = RunDir.create(run_id)
+    run_dir.program.write_text(plan.program, encoding="utf-8")
+    processes = RunProcesses(run_id, run_dir)
+    forker = multiprocessing.get_context("fork")
+    try:
+        with sigterm_as_interrupt(), _network(plan, run_id) as (network, hosts):
+            master_port = TORCHRUN_DEFAULT_PORT if hosts else pick_master_port(_port_offsets(plan))
+            if hosts:
+                hosts.apply_firewalls(plan.firewalls, master_port)
+            squatter = socket.create_server((LOOPBACK, master_port)) if plan.occupy_master_port else None
+            try:
+                t0 = time.time()
+                for node in plan.nodes:
+                    namespace = hosts.path(node.index) if hosts else None
+                    agent = forker.Process(target=run_node_agent, name=f"faultlab-node{node.index}",
+                                           args=(plan, node, master_port, run_dir, run_id, namespace))
+                    agent.start()
+                    processes.agents.append(agent)
+                evidence: dict[int, str] = {}
+                hit_deadline = _wait_for_agents(processes, plan, t0, hosts, evidence)
+                end_t = time.time() - t0
+                if hosts and not evidence:
+                    evidence.update(hosts.evidence_of_all())
+                processes.kill_all()
+            finally:
+                if squatter is not None:
+                    squatter.close()
+        outcome = LaunchOutcome(t0=t0, end_t=end_t, hit_deadline=hit_deadline, master_port=master_port,
+                                agent_exits=processes.exit_codes(), agent_exit_times=dict(processes.exit_times),
+                                network=network, evidence=evidence)
+        return read_capture(plan, run_dir, outcome)
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted: every process of the run was stopped") from None
+    finally:
+        processes.kill_all()
+        if keep_logs is not None:
+            run_dir.keep(keep_logs)
+        run_dir.remove()
+
+
+@contextlib.contextmanager
+def _network(plan: LaunchPlan, run_id: str):
+    """(description, SimulatedHosts or None) for the run's lifetime."""
+    if plan.hosts:
+        with netns.SimulatedHosts(run_id, len(plan.nodes)) as hosts:
+            yield (netns.SIMULATED_HOSTS, hosts)
+    else:
+        with netns.private_loopback() as network:
+            yield (network, None)
+
+
+def _wait_for_agents(processes: RunProcesses, plan: LaunchPlan, t0: float, hosts, evidence: dict) -> bool:
+    """Wait until every launcher has exited; True if the deadline came first (a hang).
+    Meanwhile take links down when the plan says, and read the hosts' network state."""
+    deadline = time.monotonic() + plan.deadline_s
+    pending_downs = sorted(plan.link_downs, key=lambda item: item[1])
+    while not processes.all_exited():
+        elapsed = time.time() - t0
+        while hosts and pending_downs and elapsed >= pending_downs[0][1]:
+            hosts.set_link(pending_downs.pop(0)[0], up=False)
+        if hosts and not evidence and elapsed >= EVIDENCE_AT_S:
+            evidence.update(hosts.evidence_of_all())
+        now = time.monotonic()
+        if now >= deadline and (now >= deadline + LAUNCHER_WRAPUP_S or processes.still_working()):
+            break
+        processes.note_exits(time.time() - t0)
+        time.sleep(0.02)
+    processes.note_exits(time.time() - t0)
+    return not processes.all_exited()

@@ -1,0 +1,121 @@
+"""Process supervision: every process of a run is accounted for, and ended.
+
+Agents live in their own process groups; workers a launcher starts as fresh interpreters
+carry FAULTLAB_RUN=<run id> in their environment; every process asks Linux to kill it when
+its parent dies. Ending a run is: SIGTERM to every agent's group (as torchrun does), a
+grace period, SIGKILL, then a sweep for any process still carrying the run's marker. Run
+directories whose faultlab was SIGKILLed are removed by the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+from .rundir import RunDir
+
+RUN_MARKER = "FAULTLAB_RUN"
+KILL_GRACE_S = 0.5  # SIGTERM first, as torchrun does, then SIGKILL
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class RunProcesses:
+    """The agents of one launch (multiprocessing.Process, one per node), and the means to end them all."""
+
+    def __init__(self, run_id: str, run_dir: RunDir) -> None:
+        self.run_id = run_id
+        self.run_dir = run_dir
+        self.agents: list = []
+        self.exit_times: dict[int, float] = {}  # agent index -> seconds since launch
+
+    def note_exits(self, now: float) -> None:
+        for index, agent in enumerate(self.agents):
+            if agent.exitcode is not None:
+                self.exit_times.setdefault(index, now)
+
+    def all_exited(self) -> bool:
+        return all(agent.exitcode is not None for agent in self.agents)
+
+    def exit_codes(self) -> dict[int, int | None]:
+        return {index: agent.exitcode for index, agent in enumerate(self.agents)}
+
+    def still_working(self) -> bool:
+        """Whether a live launcher is still in rendezvous or has a live worker, as opposed
+        to only writing up the end of its workers."""
+        for index, agent in enumerate(self.agents):
+            if agent.exitcode is not None:
+                continue
+            pids = [pid for _, pid in self.run_dir.started_workers(index)]
+            if not pids or any(is_running(pid) for pid in pids):
+                return True
+        return False
+
+    def kill_all(self) -> None:
+        for agent in self.agents:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(agent.pid, signal.SIGTERM)
+        end = time.monotonic() + KILL_GRACE_S
+        while time.monotonic() < end and not self.all_exited():
+            time.sleep(0.02)
+        for agent in self.agents:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(agent.pid, signal.SIGKILL)
+        for agent in self.agents:
+            agent.join(timeout=5)
+        kill_marked_processes(self.run_id)
+
+
+def kill_marked_processes(run_id: str) -> int:
+    """SIGKILL every process whose environment carries this run's marker (workers that
+    the launcher started in sessions of their own). Returns how many were killed."""
+    marker = f"{RUN_MARKER}={run_id}".encode() + b"\0"
+    killed = 0
+    for _ in range(20):  # a dying launcher may still start one: sweep until none is left
+        found = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as environ:
+                    if marker not in environ.read():
+                        continue
+                os.kill(int(entry.name), signal.SIGKILL)
+                found += 1
+            except (OSError, ProcessLookupError):
+                continue
+        killed += found
+        if not found:
+            break
+        time.sleep(0.05)
+    return killed
+
+
+def remove_orphaned_run_dirs() -> None:
+    """Run directories left by a faultlab that was SIGKILLed (nothing of it could clean up)."""
+    for path, owner in RunDir.leftovers():
+        if not is_running(owner):
+            RunDir(path).remove()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Let SIGTERM to faultlab clean up the run as Ctrl-C does."""
+
+    def on_sigterm(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
