@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from . import bundle
 from . import drill as drills
 from . import runbook as runbooks
 from . import runner
 from . import scenario as scenarios
+from .causes import CAUSES, Cause
 from .errors import BadInput
 from .host import Availability, Host
 from .launchers import RunOptions
@@ -21,6 +23,31 @@ from .lab.plan import program_for
 from .lab.program import program_diff
 from .records import Recording
 from .scenario import Scenario
+
+
+def open_store(path: Path | None):
+    from .store import Store
+
+    return Store(path)
+
+
+def probe_host() -> Host:
+    return Host.probe()
+
+
+def causes() -> tuple[Cause, ...]:
+    return tuple(CAUSES)
+
+
+def export_bundle(store, output: Path, scenario_ids: tuple[str, ...], trainees: tuple[str, ...]) -> tuple[int, int]:
+    return bundle.export(store, output, scenario_ids, trainees)
+
+
+def import_bundle(store, path: Path) -> tuple[int, int, int]:
+    """(new recordings, new drills, records already there): all of the bundle, or nothing."""
+    recordings, drills_ = bundle.read(path)
+    new_recordings, new_drills = store.import_bundle(recordings, drills_)
+    return new_recordings, new_drills, len(recordings) - new_recordings + len(drills_) - new_drills
 
 
 def run(reference: str, store, host: Host, options: RunOptions) -> tuple[Scenario, Recording]:
@@ -91,8 +118,20 @@ def select_for_runbook(store, causes: tuple[str, ...], platform: str | None,
     return runbooks.build(chosen, baselines, cause_of)
 
 
+def write_output(path: Path, text: str) -> None:
+    """A report the user asked to be written to a file."""
+    from .serial import write_text_atomically
+
+    write_text_atomically(path, text)
+
+
 def drill_scenarios(name: str | None, pack: str | None, pick_random: bool, seed: int | None) -> list[Scenario]:
     return drills.choose(name, pack, pick_random, seed)
+
+
+def drill_answers(chosen: list[Scenario], answers_file: Path | None, options: dict):
+    """Answers given without prompts (a YAML file, or the options), or None for an interactive drill."""
+    return drills.answers_for(chosen, answers_file, options)
 
 
 def start_drill(scenario: Scenario, store, host: Host, replay: bool) -> drills.DrillSession:

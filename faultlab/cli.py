@@ -40,17 +40,17 @@ class _Invocation:
     @property
     def store(self):
         if self._store is None:
-            from .store import Store
+            from . import app
 
-            self._store = self._ctx.with_resource(Store(self._db))
+            self._store = self._ctx.with_resource(app.open_store(self._db))
         return self._store
 
     @property
     def host(self):
         if self._host is None:
-            from .host import Host
+            from . import app
 
-            self._host = Host.probe()
+            self._host = app.probe_host()
         return self._host
 
 
@@ -96,13 +96,11 @@ def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_exp
     recording is replayed instead, and labelled as a replay. With --all, every scenario of
     the catalog runs (GPU ones live or replayed), with a line of progress each."""
     from . import app
-    from .launchers import RunOptions
     from .reports import text
-    from .serial import to_dict
 
     if run_all == bool(scenario):
         raise BadInput("give either a SCENARIO or --all")
-    options = RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
+    options = app.RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
                          live_only=live_only, record_to=record_to)
     if run_all:
         progress = None if as_json else (lambda *finished: click.echo(text.suite_progress(*finished)))
@@ -114,7 +112,7 @@ def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_exp
         sys.exit(int(ExitCode.OK if all(r.reproduced for _, r, _ in results) else ExitCode.NOT_REPRODUCED))
     loaded, recording = app.run(scenario, session.store, session.host, options)
     if as_json:
-        _emit_json(to_dict(recording))
+        _emit_json(text.as_json(recording))
     else:
         width = None if wide else text.terminal_width()
         click.echo(text.run_report(loaded, recording, show_explanation=not no_explain, width=width))
@@ -135,11 +133,10 @@ def baseline(session, scenario, as_json, logs):
     """Run the healthy experiment on SCENARIO's topology (default: the healthy scenario) and store it."""
     from . import app
     from .reports import text
-    from .serial import to_dict
 
     recording = app.baseline(scenario, session.store, session.host, logs)
     if as_json:
-        _emit_json(to_dict(recording))
+        _emit_json(text.as_json(recording))
     else:
         click.echo(text.baseline_report(recording))
         click.echo(f"\nRecording {recording.id} saved in {session.store.path}")
@@ -181,15 +178,13 @@ def show(session, scenario, code, backend):
 @click.option("--json", "as_json", is_flag=True)
 def causes(as_json):
     """The cause catalog shared by scenarios, drills, runbooks and diagnose."""
-    from dataclasses import asdict
-
-    from .causes import CAUSES
+    from . import app
     from .reports import text
 
     if as_json:
-        _emit_json([asdict(cause) for cause in CAUSES])
+        _emit_json([text.as_json(cause) for cause in app.causes()])
         return
-    click.echo(text.cause_table(CAUSES))
+    click.echo(text.cause_table(app.causes()))
 
 
 def _trainee(name: str | None) -> str:
@@ -222,13 +217,11 @@ def drill(session, scenario, pack, pick_random, seed, trainee, replay, answers_f
     Interactive by default. Give --answers FILE, or --cause/--culprit/--ranks/--fix, to
     answer without prompts (automation, tests)."""
     from . import app
-    from .drill import answers_for
     from .drill_prompt import interactive_answer
-    from .reports import drill_screens
-    from .serial import to_dict
+    from .reports import drill_screens, text
 
     chosen = app.drill_scenarios(scenario, pack, pick_random, seed)
-    answers = answers_for(chosen, answers_file, dict(cause=cause, culprit=culprit, ranks=ranks, fix=fix, used=used))
+    answers = app.drill_answers(chosen, answers_file, dict(cause=cause, culprit=culprit, ranks=ranks, fix=fix, used=used))
     who = _trainee(trainee)
     results = []
     for item in chosen:
@@ -246,7 +239,7 @@ def drill(session, scenario, pack, pick_random, seed, trainee, replay, answers_f
             click.echo(drill_screens.briefing(session_) + "\n")
         click.echo("\n" + drill_screens.debrief(session_, result, session_.others(exclude=result.id)) + "\n")
     if as_json:
-        _emit_json([to_dict(result) for result in results])
+        _emit_json([text.as_json(result) for result in results])
     elif len(results) > 1:
         total = sum(r.total for r in results)
         click.echo(f"{who}: {total:g} / {sum(r.max for r in results)} over {len(results)} drills")
@@ -260,20 +253,19 @@ def drill(session, scenario, pack, pick_random, seed, trainee, replay, answers_f
 def scores(session, trainee, pack, as_json):
     """The leaderboard and per-cause weak spots (or one trainee's history)."""
     from .reports import text
-    from .serial import to_dict
 
     store = session.store
     spots = store.weak_spots(pack=pack, trainee=trainee)
     if trainee:
         history = store.drills(trainee=trainee, pack=pack)
         if as_json:
-            _emit_json({"history": [to_dict(d) for d in history], "weak_spots": spots})
+            _emit_json({"history": [text.as_json(d) for d in history], "weak_spots": text.as_json(spots)})
             return
         click.echo(text.history_table(history))
     else:
         board = store.leaderboard(pack=pack)
         if as_json:
-            _emit_json({"leaderboard": board, "weak_spots": spots})
+            _emit_json({"leaderboard": text.as_json(board), "weak_spots": text.as_json(spots)})
             return
         click.echo(text.leaderboard_table(board))
     click.echo("\nWeak spots by cause (weakest first):")
@@ -287,9 +279,9 @@ def scores(session, trainee, pack, as_json):
 @click.pass_obj
 def export_bundle(session, output, scenario_ids, trainees):
     """Write recordings and drill scores to a portable bundle file."""
-    from . import bundle
+    from . import app
 
-    recordings, drills = bundle.export(session.store, output, tuple(scenario_ids), tuple(trainees))
+    recordings, drills = app.export_bundle(session.store, output, tuple(scenario_ids), tuple(trainees))
     click.echo(f"{output}: {recordings} recordings, {drills} drills")
 
 
@@ -298,12 +290,10 @@ def export_bundle(session, output, scenario_ids, trainees):
 @click.pass_obj
 def import_bundle(session, path):
     """Add a bundle's recordings and drills to the store: all of it, or nothing if it is invalid."""
-    from . import bundle
+    from . import app
 
-    recordings, drills = bundle.read(path)
-    new_recordings, new_drills = session.store.import_bundle(recordings, drills)
-    click.echo(f"{path}: {new_recordings} new recordings, {new_drills} new drills "
-               f"({len(recordings) - new_recordings + len(drills) - new_drills} already there)")
+    new_recordings, new_drills, already = app.import_bundle(session.store, path)
+    click.echo(f"{path}: {new_recordings} new recordings, {new_drills} new drills ({already} already there)")
 
 
 @main.command()
@@ -317,14 +307,13 @@ def runbook(session, output, fmt, causes, platform, recording_ids):
     """Write the runbook (symptom -> cause -> check -> fix) from the recordings in the store."""
     from . import app
     from .reports import runbook_pages
-    from .serial import write_text_atomically
 
     book = app.select_for_runbook(session.store, tuple(causes), platform, tuple(recording_ids))
     page = runbook_pages.to_html(book) if fmt == "html" else runbook_pages.to_markdown(book)
     if output is None:
         click.echo(page)
         return
-    write_text_atomically(output, page)
+    app.write_output(output, page)
     click.echo(f"{output}: {len(book.sections)} symptoms from {len(book.recordings)} recordings")
 
 

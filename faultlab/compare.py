@@ -42,83 +42,63 @@ def compare(
             - _symptom_ids(baseline_symptoms, rank.node, rank.local_rank)
             - {"python-exception"}
         )
-        how = []
-        if rank.ending == "killed_at_deadline":
-            how.append(f"hung in {rank.waiting_in or rank.last_phase}" + (f" for {rank.waited_s:.1f}s" if rank.waited_s else ""))
-        elif rank.ending == "never_started":
-            how.append("never started")
-        elif rank.ending == "torn_down":
-            how.append("torn down by the launcher" + (f" while in {rank.waiting_in}" if rank.waiting_in else ""))
-        elif rank.ending == "signaled":
-            how.append(f"killed by signal {-rank.exit_code}" if rank.exit_code else "killed by a signal")
-        elif rank.exit_code != 0:
-            how.append(f"exit {rank.exit_code} in {_phase_of_failure(rank)}")
-        if rank.value is not None and rank.value != expected:
-            how.append(f"value {rank.value:g} != {expected:g}")
-        elif rank.value is None and not _failed(rank):
-            how.append("printed no value")
-        duration, baseline_duration = _duration(rank), _duration(reference)
-        if (
-            not _failed(rank)
-            and duration is not None
-            and baseline_duration is not None
-            and duration > baseline_duration + SLOW_MARGIN_S
-        ):
-            how.append(f"took {duration:.1f}s vs {baseline_duration:.1f}s")
-        if new:
-            how.append("new: " + ", ".join(new))
-        deltas.append(
-            RankDelta(
-                node=rank.node,
-                local_rank=rank.local_rank,
-                rank=rank.shown_rank,
-                expected_value=expected,
-                observed_value=rank.value,
-                baseline_ending=reference.ending if reference else "absent",
-                ending=rank.ending,
-                exit_code=rank.exit_code,
-                last_phase=rank.last_phase,
-                baseline_duration_s=baseline_duration,
-                duration_s=duration,
-                waiting_in=rank.waiting_in,
-                waited_s=rank.waited_s,
-                new_symptoms=tuple(new),
-                deviates=bool(how),
-                how=tuple(how),
-            )
-        )
-    for reference in baseline.ranks:
-        if capture.rank_for_slot(reference.node, reference.local_rank) is None:
-            deltas.append(
-                RankDelta(
-                    node=reference.node,
-                    local_rank=reference.local_rank,
-                    rank=reference.shown_rank,
-                    expected_value=expected,
-                    observed_value=None,
-                    baseline_ending=reference.ending,
-                    ending="absent",
-                    exit_code=None,
-                    last_phase="not launched",
-                    baseline_duration_s=_duration(reference),
-                    duration_s=None,
-                    waiting_in=None,
-                    waited_s=None,
-                    new_symptoms=(),
-                    deviates=True,
-                    how=("not launched: its node started fewer workers than the baseline's",),
-                )
-            )
+        deltas.append(_rank_delta(rank, reference, expected, new))
+    deltas += [_absent_delta(reference, expected) for reference in baseline.ranks
+               if capture.rank_for_slot(reference.node, reference.local_rank) is None]
     verdict = _verdict(capture, deltas, expected)
     first = _first_failure(capture)
-    deviating = tuple(sorted({d.rank for d in deltas if d.deviates}))
     return Comparison(
         verdict=verdict,
         summary=_summary(verdict, capture, deltas, first),
         deltas=tuple(deltas),
         first_failure=first,
-        deviating_ranks=deviating,
+        deviating_ranks=tuple(sorted({d.rank for d in deltas if d.deviates})),
         launchers=_launcher_deviations(capture, baseline),
+    )
+
+
+def _how_it_ended(rank: RankCapture) -> list[str]:
+    if rank.ending == "killed_at_deadline":
+        return [f"hung in {rank.waiting_in or rank.last_phase}" + (f" for {rank.waited_s:.1f}s" if rank.waited_s else "")]
+    if rank.ending == "never_started":
+        return ["never started"]
+    if rank.ending == "torn_down":
+        return ["torn down by the launcher" + (f" while in {rank.waiting_in}" if rank.waiting_in else "")]
+    if rank.ending == "signaled":
+        return [f"killed by signal {-rank.exit_code}" if rank.exit_code else "killed by a signal"]
+    return [f"exit {rank.exit_code} in {_phase_of_failure(rank)}"] if rank.exit_code != 0 else []
+
+
+def _rank_delta(rank: RankCapture, reference: RankCapture | None, expected: float, new: list[str]) -> RankDelta:
+    """One slot of the run next to the same slot of the baseline, with how it deviates."""
+    how = _how_it_ended(rank)
+    if rank.value is not None and rank.value != expected:
+        how.append(f"value {rank.value:g} != {expected:g}")
+    elif rank.value is None and not _failed(rank):
+        how.append("printed no value")
+    duration, baseline_duration = _duration(rank), _duration(reference)
+    slower = duration is not None and baseline_duration is not None and duration > baseline_duration + SLOW_MARGIN_S
+    if not _failed(rank) and slower:
+        how.append(f"took {duration:.1f}s vs {baseline_duration:.1f}s")
+    if new:
+        how.append("new: " + ", ".join(new))
+    return RankDelta(
+        node=rank.node, local_rank=rank.local_rank, rank=rank.shown_rank, expected_value=expected,
+        observed_value=rank.value, baseline_ending=reference.ending if reference else "absent",
+        ending=rank.ending, exit_code=rank.exit_code, last_phase=rank.last_phase,
+        baseline_duration_s=baseline_duration, duration_s=duration, waiting_in=rank.waiting_in,
+        waited_s=rank.waited_s, new_symptoms=tuple(new), deviates=bool(how), how=tuple(how),
+    )
+
+
+def _absent_delta(reference: RankCapture, expected: float) -> RankDelta:
+    """A slot the baseline has and the run never launched."""
+    return RankDelta(
+        node=reference.node, local_rank=reference.local_rank, rank=reference.shown_rank,
+        expected_value=expected, observed_value=None, baseline_ending=reference.ending, ending="absent",
+        exit_code=None, last_phase="not launched", baseline_duration_s=_duration(reference), duration_s=None,
+        waiting_in=None, waited_s=None, new_symptoms=(), deviates=True,
+        how=("not launched: its node started fewer workers than the baseline's",),
     )
 
 

@@ -78,7 +78,7 @@ def hint(taken) -> str:
     if taken is None:
         return "no more hints"
     number, text = taken
-    return f"Hint {number} (-{COSTS['hint']}): {text}"
+    return f"Hint {number}: {text} (-{COSTS['hint']} points)"
 
 
 def debug(knob: str, rerun) -> str:

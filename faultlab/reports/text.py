@@ -6,12 +6,14 @@ lines go below their table; `width=None` keeps every cell on one line (`--wide`)
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import textwrap
 
 from tabulate import tabulate
 
 from ..records import Recording
+from ..serial import to_dict
 from ..scenario import Scenario
 
 ENDING_WORDS = {
@@ -34,6 +36,13 @@ def value_text(value: float | None) -> str:
 
 def seconds_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def as_json(record):
+    """A record (or a list of them) as plain JSON data: dataclasses become objects."""
+    if isinstance(record, (list, tuple)):
+        return [as_json(item) for item in record]
+    return to_dict(record) if dataclasses.is_dataclass(record) else record
 
 
 def terminal_width() -> int:
@@ -279,7 +288,7 @@ def history_table(history) -> str:
 
 
 def _cells(row) -> list:
-    return list(row.values()) if isinstance(row, dict) else list(row)
+    return list(dataclasses.astuple(row)) if dataclasses.is_dataclass(row) else list(row)
 
 
 def leaderboard_table(board) -> str:
