@@ -78,16 +78,16 @@ def main(ctx, db):
 
 @main.command()
 @click.argument("scenario", required=False)
-@click.option("--all", "run_all", is_flag=True, help="Run the whole catalog, one scenario after another, with progress.")
+@click.option("--all", "run_all", is_flag=True, help="Run the whole catalog, one scenario after another, with a line of progress each; exit 0 only if every one reproduced.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole recording (with --all: a summary) as JSON.")
-@click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Keep the raw per-rank logs in this directory.")
+@click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Keep the raw logs here: run/ and baseline/, each with ranks/node<N>-local<L>-rank<R>.{stdout,stderr,events,status}, node<N>.launcher.log and train.py.")
 @click.option("--fresh-baseline", is_flag=True, help="Run the healthy baseline again instead of reusing the stored one.")
-@click.option("--debug", "debug", metavar="KNOB", help="Re-run with a debug knob: detail, cpp-info, nccl-info, nccl-trace.")
+@click.option("--debug", "debug", metavar="KNOB", help="Run with a debug setting on every node: detail (TORCH_DISTRIBUTED_DEBUG=DETAIL), cpp-info (TORCH_CPP_LOG_LEVEL=INFO), nccl-info (NCCL_DEBUG=INFO), nccl-trace (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1).")
 @click.option("--no-explain", is_flag=True, help="Leave out the explanation (what a drill would hide).")
 @click.option("--wide", is_flag=True, help="Keep every table row and log line on one line, however wide.")
-@click.option("--live", "live_only", is_flag=True, help="Run live or fail: never replay a shipped recording.")
+@click.option("--live", "live_only", is_flag=True, help="Run live or fail (exit 3): never replay a shipped recording.")
 @click.option("--record-to", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write the run and its baseline as a recording file in this directory.")
+              help="Also write the run and its baseline as one recording file, DIR/<scenario>.<hardware>.json (how recordings/ is made).")
 @click.pass_obj
 def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, wide, live_only, record_to):
     """Run SCENARIO (an id or a YAML file) live and compare it with the healthy baseline.

@@ -4,14 +4,19 @@
 
 docs/causes/<id>.md, one page per cause (what it is, how to confirm, fix, prevent, the
 scenarios that teach it and the signatures they show), docs/causes/README.md (the index),
-and docs/fault-kinds.md (every fault kind and its parameters). A test checks that the
-committed pages are what this script writes.
+docs/fault-kinds.md (every fault kind and its parameters), and the options of every
+command in docs/cli.md (the blocks between `<!-- options: NAME -->` and `<!-- /options -->`;
+the prose around them is written by hand). A test checks that the committed pages are
+what this script writes.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
+
+import click
 
 from faultlab import scenario as scenarios
 from faultlab.causes import CAUSES
@@ -57,7 +62,44 @@ def fault_kinds_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def pages() -> dict[str, str]:
+def _option_row(param: click.Parameter) -> str:
+    if isinstance(param, click.Argument):
+        return f"| `{param.human_readable_name}` | argument{'' if param.required else ', optional'} |"
+    names = ", ".join(f"`{name}`" for name in param.opts + param.secondary_opts)
+    value = "" if param.is_flag else f" {param.metavar or param.type.name.upper()}"
+    extra = [f"default `{param.default}`"] if param.show_default and param.default is not None else []
+    if isinstance(param.type, click.Choice):
+        extra.append("one of " + ", ".join(f"`{choice}`" for choice in param.type.choices))
+    if param.multiple:
+        extra.append("repeatable")
+    help_text = (param.help or "") + (f" ({'; '.join(extra)})" if extra else "")
+    cell = help_text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return f"| {names}{value} | {cell} |"
+
+
+def options_block(command: click.Command) -> str:
+    rows = [_option_row(param) for param in command.params if param.name != "help"]
+    return "\n".join(["| argument or option | what it does |", "|---|---|", *rows])
+
+
+def update_cli_doc(text: str) -> str:
+    """docs/cli.md with every command's options block written from the command itself."""
+    from faultlab.cli import main
+
+    def block(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in main.commands:
+            raise SystemExit(f"docs/cli.md documents a command faultlab lacks: {name}")
+        return f"<!-- options: {name} -->\n{options_block(main.commands[name])}\n<!-- /options -->"
+
+    updated = re.sub(r"<!-- options: (\S+) -->.*?<!-- /options -->", block, text, flags=re.DOTALL)
+    missing = [name for name in main.commands if f"<!-- options: {name} -->" not in updated]
+    if missing:
+        raise SystemExit(f"docs/cli.md lacks a section with an options block for: {', '.join(missing)}")
+    return updated
+
+
+def pages(docs: Path = Path(__file__).resolve().parent.parent / "docs") -> dict[str, str]:
     catalog = scenarios.load_all()
     out = {"fault-kinds.md": fault_kinds_page()}
     index = ["# The cause catalog", "", "Shared by scenarios' answer keys, drills, scoring, runbooks and diagnose "
@@ -67,16 +109,18 @@ def pages() -> dict[str, str]:
         out[f"causes/{cause.id}.md"] = cause_page(cause, teaching)
         index.append(f"| [`{cause.id}`]({cause.id}.md) | {cause.title} | {len(teaching)} |")
     out["causes/README.md"] = "\n".join(index) + "\n"
+    out["cli.md"] = update_cli_doc((docs / "cli.md").read_text(encoding="utf-8"))
     return out
 
 
 def main() -> None:
     docs = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "docs"
-    for name, text in pages().items():
+    written = pages(docs)
+    for name, text in written.items():
         path = docs / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    print(f"wrote {len(pages())} pages under {docs}")
+    print(f"wrote {len(written)} pages under {docs}")
 
 
 if __name__ == "__main__":
