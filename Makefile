@@ -7,7 +7,7 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0 numpy
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast bench runbook-example clean
+.PHONY: run test test-fast system-packages bench runbook-example clean
 
 $(BIN)/faultlab: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,11 @@ $(BIN)/faultlab: pyproject.toml
 run: $(BIN)/faultlab  ## the main job: a real scenario, live, on CPU/gloo
 	$(BIN)/faultlab run wrong-master-port-rank
 
-test: $(BIN)/faultlab  ## the whole suite, live launches included
+test: $(BIN)/faultlab system-packages  ## the whole suite, live launches included
 	$(BIN)/python -m pytest -q
+
+system-packages:  ## as root: the system tools the full suite uses (ip, nft, chromium); else says what will skip
+	@sh scripts/system-packages
 
 test-fast: $(BIN)/faultlab  ## everything but the live launches
 	$(BIN)/python -m pytest -q -m "not live"

@@ -36,12 +36,18 @@ class Availability:
         return self.mode == "live"
 
     def describe(self) -> str:
-        """One short cell for `faultlab list`."""
+        """How it runs here, in full."""
         if self.live:
             return f"live ({self.backend})"
         if self.mode == "replay":
             return f"replay of {self.recording.name}"
         return self.reason
+
+    def short(self) -> str:
+        """How it runs here, in a table cell: the recording's hardware, or the first thing it needs."""
+        if self.mode == "replay":
+            return f"replay ({self.recording.name.split('.')[-2]})"
+        return self.describe() if self.live else self.reason.split(" (")[0]
 
 
 @dataclasses.dataclass(frozen=True)

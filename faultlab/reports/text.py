@@ -253,17 +253,26 @@ def catalog_rows(entries) -> list[dict]:
 
 
 def catalog_table(entries, host, width: int | None = None) -> str:
-    """The catalog with how each scenario runs here: live, a replay (of which recording), or what it needs."""
+    """The catalog with how each scenario runs here: live, a replay (of which recording), or
+    what it needs. Where one line per scenario would not fit, each title goes below its row."""
     width = width or terminal_width()
-    rows = [[e.scenario.id, e.scenario.answer.cause, e.scenario.difficulty, e.here.describe(), e.scenario.title]
+    rows = [[e.scenario.id, e.scenario.answer.cause, str(e.scenario.difficulty), e.here.short()]
             for e in entries]
-    table = _fit(rows, ["id", "cause", "diff.", "here", "title"], width, wrap_column=4)
+    headers = ["id", "cause", "level", "here"]
+    table = tabulate([row + [e.scenario.title] for row, e in zip(rows, entries)], headers=headers + ["title"],
+                     disable_numparse=True)
+    if max(len(line) for line in table.splitlines()) > width:
+        lines = tabulate(rows, headers=headers, disable_numparse=True).splitlines()
+        titles = [textwrap.fill(e.scenario.title, width, initial_indent="    ", subsequent_indent="    ")
+                  for e in entries]
+        table = "\n".join(lines[:2] + [f"{row}\n{title}" for row, title in zip(lines[2:], titles)])
     live = sum(1 for e in entries if e.here.live)
     replay = sum(1 for e in entries if e.here.mode == "replay")
     causes = len({e.scenario.answer.cause for e in entries})
-    return (f"{table}\n\n{len(entries)} scenarios, {causes} causes: {live} live here, {replay} replayed from "
-            f"recordings, {len(entries) - live - replay} cannot run here. This host: {host.gpus} GPU(s), "
-            f"{'root' if host.root else 'not root'}.")
+    summary = (f"{len(entries)} scenarios, {causes} causes: {live} live here, {replay} replayed from recordings, "
+               f"{len(entries) - live - replay} cannot run here. This host: {host.gpus} GPU(s), "
+               f"{'root' if host.root else 'not root'}; `faultlab show ID` says why a scenario is not live.")
+    return f"{table}\n\n" + textwrap.fill(summary, width)
 
 
 def program_view(view) -> str:
