@@ -67,6 +67,28 @@ def test_replayed_drill_is_labelled_and_scored(cli):
     assert "missing-set-device" not in result.output.split("Score:")[0].split("REPLAY")[0], "no name before the answer"
 
 
+def test_giving_up_scores_zero_and_others_answers_follow(db):
+    """Interactive at a terminal: a hint at its cost, then give up; the next trainee's
+    debrief shows how the earlier drill was answered, without names."""
+    from click.testing import CliRunner
+
+    from faultlab.cli import main
+
+    def drill(trainee, keys):
+        return CliRunner().invoke(main, ["--db", str(db), "drill", "missing-set-device", "--replay",
+                                         "--trainee", trainee], input=keys, catch_exceptions=False)
+
+    gave_up = drill("dee", "hint\ngive up\n")
+    assert gave_up.exit_code == 0, gave_up.output
+    assert "Hint 1: " in gave_up.output and f"(-{scoring.COSTS['hint']} points)" in gave_up.output
+    assert "Score: 0 / 100" in gave_up.output and "gave up" in gave_up.output
+    assert "Cause: missing-set-device" in gave_up.output, "giving up shows the answer"
+    answered = drill("eve", "answer\nmissing-set-device\njob\n0,1\n" + RIGHT_FIX["missing-set-device"] + "\n")
+    assert "Score: 100 / 100" in answered.output
+    assert "How 1 other drill(s) of this scenario were answered:" in answered.output
+    assert "1 x gave-up" in answered.output and "dee" not in answered.output
+
+
 def test_answers_file_and_its_errors(cli, db, tmp_path):
     good = tmp_path / "answers.yaml"
     good.write_text(yaml.safe_dump({"cause": "missing-set-device", "culprit": "job", "ranks": [0, 1],
