@@ -1,6 +1,7 @@
 """Simulated hosts: namespaces, veth links and firewall rules exist only while their run does."""
 
 import os
+import re
 import signal
 import subprocess
 
@@ -47,4 +48,5 @@ def test_twenty_runs_killed_and_interrupted_leave_no_namespace(tmp_path, store):
     run_live(healthy, store)  # the next run removes what the killed one left
     assert not faultlab_namespaces()
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True, check=True).stdout
-    assert "fl" not in " ".join(line.split()[0] for line in links.splitlines()), "a veth link survived"
+    ours = [line.split()[0] for line in links.splitlines() if re.match(r"fl[0-9a-f]{6}h\d+", line)]
+    assert not ours, f"a run's veth link survived: {ours}"

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from faultlab import runbook as runbooks
+from faultlab.reports import runbook_pages
 from faultlab import scenario as scenarios
 
 from conftest import ROOT, load, replay_file, run_live
@@ -54,7 +55,7 @@ def test_every_excerpt_is_verbatim_from_a_recording(recorded):
 @pytest.mark.live
 def test_every_recorded_cause_has_its_section_and_gaps_are_named(recorded):
     _, runs, book = recorded
-    markdown = runbooks.to_markdown(book)
+    markdown = runbook_pages.to_markdown(book)
     recorded_causes = {book.cause_of[r.scenario_id] for r in book.recordings}
     for cause in recorded_causes:
         assert f"(`{cause}`): `" in markdown, f"{cause} has no entry in the index by cause"
