@@ -110,12 +110,15 @@ class DrillSession:
     @classmethod
     def start(cls, scenario: Scenario, store: Store, host: Host, replay: bool = False,
               live_only: bool = False) -> "DrillSession":
-        """Run the scenario live (or replay a recording of it) and open a drill on it."""
+        """Run the scenario live (or replay a recording of it) and open a drill on it. A
+        replay is labelled without the recording's name: that names the scenario."""
         if replay:
-            launcher = ReplayLauncher.stored_or_shipped(scenario, store)
-            recording = runner.run_scenario(scenario, store, launcher, None)
+            launcher, backend = ReplayLauncher.stored_or_shipped(scenario, store), None
         else:
-            recording = runner.run_here(scenario, store, host, RunOptions(live_only=live_only))
+            launcher, backend = runner.choose_launcher(scenario, host, RunOptions(live_only=live_only))
+        if not launcher.live:
+            launcher = launcher.anonymous()
+        recording = runner.run_scenario(scenario, store, launcher, backend)
         return cls(scenario, recording, store, host)
 
     # --- evidence, each at its cost (reports/drill_screens.py renders it) -------------------

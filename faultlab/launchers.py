@@ -194,6 +194,10 @@ class ReplayLauncher:
             raise EnvironmentProblem(f"no recording of {scenario.id!r} to replay: run it live first")
         return cls.from_file(scenario, shipped[0])
 
+    def anonymous(self) -> "ReplayLauncher":
+        """The same replay, labelled without the file's name (which names the scenario): for drills."""
+        return ReplayLauncher(self.run, self.recorded_baseline, "a recording")
+
     def launch(self, scenario: Scenario, backend: str | None, store, options: RunOptions) -> Launched:
         if options.debug:
             raise EnvironmentProblem(f"{scenario.id}: a replay cannot add a debug knob")

@@ -22,15 +22,21 @@ from faultlab.launchers import LocalLauncher, RunOptions
 from faultlab.store import Store
 
 
-def _agreement(recording) -> str:
-    tag = recording_files.hardware_tag(recording)
-    shipped = [path for path in recording_files.shipped_for(recording.scenario_id) if f".{tag}." in path.name]
-    if not shipped:
+def _shipped(scenario_id: str, on_gpus: bool):
+    """(file name, recording) of the scenario's shipped recording made on this kind of host, if any."""
+    for path in recording_files.shipped_for(scenario_id):
+        if path.name.endswith(".cpu.json") != on_gpus:
+            return path.name, recording_files.read(path)[0]
+    return None
+
+
+def _agreement(recording, shipped) -> str:
+    if shipped is None:
         return "no shipped recording"
-    old, _ = recording_files.read(shipped[0])
+    name, old = shipped
     same = ({s.id for s in old.symptoms} == {s.id for s in recording.symptoms}
             and old.comparison.verdict == recording.comparison.verdict)
-    return f"{'agrees' if same else 'DIFFERS'} with {shipped[0].name}"
+    return f"{'agrees' if same else 'DIFFERS'} with {name}"
 
 
 def main() -> int:
@@ -50,12 +56,13 @@ def main() -> int:
             if not here.live or (args.backend and here.backend != args.backend):
                 print(f"{item.id:28} skipped: {here.reason or f'runs on {here.backend} here'}")
                 continue
+            shipped = _shipped(item.id, on_gpus=here.backend == "nccl")
             started = time.monotonic()
             options = RunOptions(live_only=True, record_to=args.record_to, fresh_baseline=True)
             recording = runner.run_scenario(item, store, LocalLauncher(host), here.backend, options)
             failures += not recording.reproduced
             print(f"{item.id:28} {recording.comparison.verdict:14} reproduced={recording.reproduced!s:5} "
-                  f"{time.monotonic() - started:6.1f}s  {_agreement(recording)}", flush=True)
+                  f"{time.monotonic() - started:6.1f}s  {_agreement(recording, shipped)}", flush=True)
     return 1 if failures else 0
 
 

@@ -51,7 +51,8 @@ def test_list_tells_each_scenario_how_it_runs_on_the_host_it_is_given(monkeypatc
 
     bare = {e.scenario.id: e.here for e in app.catalog(Host(gpus=0, root=False, commands=frozenset()))}
     assert bare["healthy"].mode == "live"
-    assert bare["healthy-hosts"].mode == "cannot" and "needs root" in bare["healthy-hosts"].reason
+    assert bare["healthy-hosts"].mode == "replay" and "needs root" in bare["healthy-hosts"].reason
+    assert bare["healthy-hosts"].recording.name == "healthy-hosts.cpu.json"
     assert bare["missing-set-device"].mode == "replay" and bare["missing-set-device"].recording.name.endswith(".json")
     root_no_nft = {e.scenario.id: e.here for e in app.catalog(Host(gpus=0, root=True, commands=frozenset({"ip"})))}
     assert root_no_nft["healthy-hosts"].live and not root_no_nft["firewall-master-port"].live

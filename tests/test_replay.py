@@ -1,4 +1,6 @@
-"""GPU scenarios on a CPU machine: their shipped recordings, made live on a GPU, replayed."""
+"""Shipped recordings, replayed: GPU scenarios made live on a GPU, and the CPU corpus made
+live as root on a CPU machine (what hosts without root or GPUs replay, and what the fast
+tests of comparisons and reports run on)."""
 
 import json
 
@@ -19,25 +21,49 @@ def test_every_gpu_scenario_has_a_shipped_recording():
         assert recording_files.shipped_for(path.stem), f"{path.stem} has no recording to replay on CPU machines"
 
 
+def test_every_scenario_has_a_shipped_recording():
+    """Whatever a host lacks (GPUs, root, nft), every scenario can at least be replayed."""
+    for path in shipped_scenarios():
+        assert recording_files.shipped_for(path.stem), f"{path.stem} has no shipped recording"
+
+
 @pytest.mark.parametrize("path", RECORDING_FILES, ids=[p.stem for p in RECORDING_FILES])
-def test_recording_was_made_live_on_a_gpu_and_says_where(path):
+def test_recording_was_made_live_and_says_where(path):
     run, baseline = recording_files.read(path)
-    assert run.live and run.source == "live"
+    assert run.live and run.source == "live" and run.reproduced
     made = run.environment
-    assert made.gpus and made.driver and made.nccl and made.torch and made.host
-    assert run.recorded_at and run.backend == "nccl"
+    assert made.torch and made.host and made.platform and run.recorded_at
+    if path.name.endswith(".cpu.json"):
+        assert not made.gpus and run.backend == "gloo" and made.gloo
+    else:
+        assert made.gpus and made.driver and made.nccl and run.backend == "nccl"
+        assert path.name.split(".")[1] == recording_files.hardware_tag(run)
     assert (ROOT / "scenarios" / f"{run.scenario_id}.yaml").exists()
     assert baseline.kind == "baseline" and baseline.reproduced
 
 
 @pytest.mark.parametrize("path", RECORDING_FILES, ids=[p.stem for p in RECORDING_FILES])
-def test_replay_reproduces_and_shows_the_culprit(path, store):
+def test_replay_reproduces_what_was_recorded(path, store):
     run, _ = recording_files.read(path)
     scenario = load(ROOT / "scenarios" / f"{run.scenario_id}.yaml")
     replayed = replay_file(scenario, path, store)
     assert not replayed.live and replayed.source.startswith(f"REPLAY of {path.name}")
-    assert replayed.comparison.verdict == scenario.expect.verdict
+    assert replayed.comparison == run.comparison, "the same comparison, computed again here"
+    assert {s.id for s in replayed.symptoms} == {s.id for s in run.symptoms}
     assert replayed.reproduced, replayed.missing_signatures
+    culprit = scenario.answer.culprit
+    if culprit.kind == "rank":
+        assert culprit.index in replayed.comparison.deviating_ranks
+
+
+GPU_RECORDINGS = [path for path in RECORDING_FILES if not path.name.endswith(".cpu.json")]
+
+
+@pytest.mark.parametrize("path", GPU_RECORDINGS, ids=[p.stem for p in GPU_RECORDINGS])
+def test_gpu_replay_shows_the_culprit_by_its_own_errors(path, store):
+    run, _ = recording_files.read(path)
+    scenario = load(ROOT / "scenarios" / f"{run.scenario_id}.yaml")
+    replayed = replay_file(scenario, path, store)
     culprit = scenario.answer.culprit
     own_errors = [s for s in replayed.symptoms if s.role == "culprit" and s.local_rank is not None]
     if culprit.kind == "rank":

@@ -11,21 +11,22 @@ from faultlab import runbook as runbooks
 from faultlab.reports import runbook_pages
 from faultlab import scenario as scenarios
 
-from conftest import ROOT, load, replay_file, run_live
+from conftest import ROOT, load, replay_file
 
-QUICK_LIVE = ["rank-crash", "rank-oom-killed", "wrong-reduce-op", "skipped-destroy", "plain-python", "nccl-without-gpu"]
+CPU_SCENARIOS = ["rank-crash", "rank-oom-killed", "wrong-reduce-op", "skipped-destroy", "plain-python", "nccl-without-gpu"]
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    """A store holding quick live runs and replays of every shipped GPU recording."""
+    """A store holding replays of six CPU recordings and every GPU recording: real runs,
+    nothing launched."""
     from faultlab.store import Store
 
     db = tmp_path_factory.mktemp("runbook") / "faultlab.db"
+    chosen = [ROOT / "recordings" / f"{scenario_id}.cpu.json" for scenario_id in CPU_SCENARIOS]
+    chosen += [path for path in sorted((ROOT / "recordings").glob("*.json")) if not path.name.endswith(".cpu.json")]
     with Store(db) as store:
-        for scenario_id in QUICK_LIVE:
-            run_live(load(ROOT / "scenarios" / f"{scenario_id}.yaml"), store)
-        for path in sorted((ROOT / "recordings").glob("*.json")):
+        for path in chosen:
             scenario_id = path.name.split(".")[0]
             replay_file(load(ROOT / "scenarios" / f"{scenario_id}.yaml"), path, store)
         runs = store.recordings(kind="run")
@@ -41,7 +42,6 @@ def all_output(runs) -> str:
     return "\n".join(texts)
 
 
-@pytest.mark.live
 def test_every_excerpt_is_verbatim_from_a_recording(recorded):
     _, runs, book = recorded
     logs = all_output(runs)
@@ -52,7 +52,6 @@ def test_every_excerpt_is_verbatim_from_a_recording(recorded):
             assert excerpt.line in logs, f"{section.signature}: {excerpt.line!r} is not in any recording"
 
 
-@pytest.mark.live
 def test_every_recorded_cause_has_its_section_and_gaps_are_named(recorded):
     _, runs, book = recorded
     markdown = runbook_pages.to_markdown(book)
@@ -68,7 +67,6 @@ def test_every_recorded_cause_has_its_section_and_gaps_are_named(recorded):
     assert [c.recordings for c in ranked.causes] == sorted((c.recordings for c in ranked.causes), reverse=True)
 
 
-@pytest.mark.live
 def test_html_is_self_contained_and_renders(recorded, tmp_path, cli, monkeypatch):
     db, _, _ = recorded
     monkeypatch.setenv("FAULTLAB_DB", str(db))
@@ -92,7 +90,6 @@ def test_html_is_self_contained_and_renders(recorded, tmp_path, cli, monkeypatch
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
-@pytest.mark.live
 def test_markdown_filters(recorded, cli, monkeypatch):
     db, _, _ = recorded
     monkeypatch.setenv("FAULTLAB_DB", str(db))
