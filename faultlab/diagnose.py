@@ -41,6 +41,7 @@ ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"
                    b"Timed out", b"FATAL", b"fatal")
 ERROR_LINES_KEPT = 20
 ERROR_LINE = "error-line"  # the finder's label for them
+NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
 
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
 PRIOR_DECAY = 0.7  # a signature's suggested causes are listed most frequent first: each next one weighs 0.7 as much
@@ -74,6 +75,18 @@ class Diagnosis:
     notes: tuple[str, ...]  # files skipped (binary, unreadable, empty)
     files: int
     bytes: int
+
+    def answers(self) -> tuple[str, ...]:
+        """Causes best first; "not in the catalog" when no known signature was found."""
+        return tuple(ranked.cause for ranked in self.causes) or (NOT_IN_CATALOG,)
+
+    @property
+    def culprit(self) -> int | None:
+        return self.culprits[0] if len(self.culprits) == 1 else None
+
+    @property
+    def culprit_node(self) -> int | None:
+        return None
 
 
 def _rank_of_path(path: str) -> int | None:

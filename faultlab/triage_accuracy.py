@@ -1,40 +1,57 @@
-"""How well diagnose ranks the known cause of logs whose cause is known: top-1 / top-3 accuracy.
+"""How well diagnose names the known cause and culprit of logs whose cause is known.
 
-A case file is a YAML list of {log, source, cause, established}: `log` is a file or directory
-relative to the case file. Diagnose runs on each with the cause catalog alone (no store), so
-the numbers depend only on the code and the cases, never on what a machine has recorded.
+A case file is a YAML list of {log, source, cause, established[, culprit]}: `log` is a file or
+directory relative to the case file; `cause` is an id from the catalog, or `not-in-catalog`
+when the thread established a cause the catalog does not hold (the right answer is then "no
+known cause", not a confident guess); `culprit` is `rank N` or `node N` where the log shows
+one. Diagnose runs on each with the cause catalog alone (no store), so the numbers depend only
+on the code and the cases, never on what a machine has recorded.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from .causes import CAUSES_BY_ID
-from .diagnose import diagnose
+from .diagnose import NOT_IN_CATALOG, diagnose
 from .errors import BadInput
 from .scenario import read_yaml
 
-CASE_KEYS = {"log", "source", "cause", "established"}
+REQUIRED_KEYS = {"log", "source", "cause", "established"}
+CASE_KEYS = REQUIRED_KEYS | {"culprit"}
+CULPRIT = re.compile(r"^(rank|node) (\d+)$")
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
     log: Path
     source: str
-    cause: str
+    cause: str  # a catalog id, or NOT_IN_CATALOG
     established: str
+    culprit: tuple[str, int] | None = None  # ("rank", 3) or ("node", 1)
 
 
 @dataclasses.dataclass(frozen=True)
 class CaseResult:
     case: Case
-    ranked: tuple[str, ...]  # causes as diagnose ranked them, best first
+    ranked: tuple[str, ...]  # answers as diagnose ranked them, best first; NOT_IN_CATALOG among them
+    culprit_rank: int | None  # the rank diagnose named as the culprit
+    culprit_node: int | None  # the node diagnose named as the culprit's
 
     @property
     def position(self) -> int | None:
-        """1 for a top-1 hit, None when the cause is not ranked at all."""
+        """1 for a top-1 hit, None when the answer is not ranked at all."""
         return self.ranked.index(self.case.cause) + 1 if self.case.cause in self.ranked else None
+
+    @property
+    def culprit_hit(self) -> bool | None:
+        """Whether diagnose named the case's culprit (None: the case names none)."""
+        if self.case.culprit is None:
+            return None
+        level, number = self.case.culprit
+        return (self.culprit_rank if level == "rank" else self.culprit_node) == number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,29 +66,49 @@ class Accuracy:
     def causes(self) -> set[str]:
         return {result.case.cause for result in self.results}
 
+    def culprit(self, level: str) -> tuple[int, int]:
+        """(named right, cases) for cases whose culprit is given at `level` (rank or node)."""
+        cases = [r for r in self.results if r.case.culprit and r.case.culprit[0] == level]
+        return sum(1 for r in cases if r.culprit_hit), len(cases)
+
+    @property
+    def unknown(self) -> tuple[int, int]:
+        """(answered "not in the catalog" first, cases whose cause is outside the catalog)."""
+        cases = [r for r in self.results if r.case.cause == NOT_IN_CATALOG]
+        return sum(1 for r in cases if r.position == 1), len(cases)
+
 
 def load_cases(path: Path) -> list[Case]:
     data = read_yaml(path)
     if not isinstance(data, list) or not data:
         raise BadInput(f"{path}: expected a non-empty list of cases (log, source, cause, established)")
-    cases = []
-    for index, item in enumerate(data):
-        where = f"{path}: case {index + 1}"
-        if not isinstance(item, dict):
-            raise BadInput(f"{where}: expected a mapping with {', '.join(sorted(CASE_KEYS))}")
-        if set(item) != CASE_KEYS:
-            wrong = sorted(set(item) - CASE_KEYS) or sorted(CASE_KEYS - set(item))
-            raise BadInput(f"{where}: {'unknown' if set(item) - CASE_KEYS else 'missing'} key {wrong[0]!r}")
-        if item["cause"] not in CAUSES_BY_ID:
-            raise BadInput(f"{where}: unknown cause {item['cause']!r} (see `faultlab causes`)")
-        log = path.parent / str(item["log"])
-        if not log.exists():
-            raise BadInput(f"{where}: {log}: no such file or directory")
-        cases.append(Case(log, str(item["source"]), item["cause"], str(item["established"])))
-    return cases
+    return [_case(path, index, item) for index, item in enumerate(data)]
+
+
+def _case(path: Path, index: int, item) -> Case:
+    where = f"{path}: case {index + 1}"
+    if not isinstance(item, dict):
+        raise BadInput(f"{where}: expected a mapping with {', '.join(sorted(REQUIRED_KEYS))}")
+    unknown, missing = sorted(set(item) - CASE_KEYS), sorted(REQUIRED_KEYS - set(item))
+    if unknown or missing:
+        raise BadInput(f"{where}: {'unknown' if unknown else 'missing'} key {(unknown or missing)[0]!r}")
+    if item["cause"] not in CAUSES_BY_ID and item["cause"] != NOT_IN_CATALOG:
+        raise BadInput(f"{where}: unknown cause {item['cause']!r} (see `faultlab causes`, or {NOT_IN_CATALOG})")
+    culprit = None
+    if "culprit" in item:
+        match = CULPRIT.match(str(item["culprit"]))
+        if not match:
+            raise BadInput(f"{where}: culprit {item['culprit']!r} is not 'rank N' or 'node N'")
+        culprit = (match[1], int(match[2]))
+    log = path.parent / str(item["log"])
+    if not log.exists():
+        raise BadInput(f"{where}: {log}: no such file or directory")
+    return Case(log, str(item["source"]), item["cause"], str(item["established"]), culprit)
 
 
 def evaluate(cases: list[Case]) -> Accuracy:
-    return Accuracy(tuple(
-        CaseResult(case, tuple(ranked.cause for ranked in diagnose([case.log]).causes)) for case in cases
-    ))
+    results = []
+    for case in cases:
+        found = diagnose([case.log])
+        results.append(CaseResult(case, found.answers(), found.culprit, found.culprit_node))
+    return Accuracy(tuple(results))
