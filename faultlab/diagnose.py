@@ -1,12 +1,13 @@
-"""Triage of real failure logs: signatures found, causes ranked, culprits told from victims.
+"""Triage of real failure logs: signatures found, facts read, causes ranked, culprits named.
 
 Logs are streamed in large blocks (memory stays flat however big the input): each
 signature has literal fragments that any matching line must contain. One multi-literal
 pass over a block finds them all (Hyperscan, where installed; else one bytes.find pass per
 fragment, several times slower: benchmarks/bench_diagnose.py); only lines holding a fragment are decoded
 and matched against the full pattern. Ranks are read from `[rankN]:`-style prefixes, or from
-the file's name and path (rank3.log, rank_3/stderr.txt). Large inputs are shared out to
-forked processes, whole files each.
+the file's name and path (rank3.log, rank_3/stderr.txt); nodes from the path (node1/...).
+Large inputs are shared out to forked processes, whole files each. What the kept lines mean
+is decided in cause_rules (facts from log_facts); this module scans and assembles.
 """
 
 from __future__ import annotations
@@ -17,34 +18,38 @@ import dataclasses
 import multiprocessing
 import os
 import re
+import sqlite3
 import stat
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from . import cause_rules
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
+from .log_facts import read_facts, untouched_pid
 from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
 BLOCK_BYTES = 4 << 20
 BINARY_SNIFF_BYTES = 4096
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting processes costs more than it saves
 MAX_WORKERS = 16
-LINES_PER_SIGNATURE = 3  # evidence lines kept per signature and source
+LINE_WINDOW = 2000  # characters kept of a huge line, around what matched
+LINE_CACHE_SIZE = 4096  # distinct lines remembered per file: a repeated error is decoded once
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # torch's [rankN]: and [Rank N], mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ".
 RANK_PREFIX = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]|^\[\d+,(\d+)\]<std(?:out|err)>:"
                          r"|^\s*(\d+): ")
 RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$)")
+NODE_IN_PATH = re.compile(r"(?:^|[/_.-])node[_-]?(\d+)(?:[/_.-]|$)")
 # Lines worth showing when no signature is known: found by the same literal search.
 ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
                    b"Timed out", b"FATAL", b"fatal")
 ERROR_LINES_KEPT = 20
 ERROR_LINE = "error-line"  # the finder's label for them
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
-
-CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
-PRIOR_DECAY = 0.7  # a signature's suggested causes are listed most frequent first: each next one weighs 0.7 as much
+STDIN = "-"
+OWN_TRACEBACK = "own-traceback-among-waiters"  # a reading diagnose derives, not a line's signature
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,41 +64,42 @@ class Evidence:
 @dataclasses.dataclass(frozen=True)
 class RankedCause:
     cause: str
-    confidence: float  # share of the evidence weight, 0..1
+    confidence: float  # calibrated share, 0..1; what is left of 1 is "unknown / not in the catalog"
     signatures: tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class Diagnosis:
     causes: tuple[RankedCause, ...]
+    unknown: float  # share of "unknown / not in the catalog"
     evidence: tuple[Evidence, ...]
     culprits: tuple[int, ...]  # ranks with their own (culprit-side) errors
     victims: tuple[int, ...]  # ranks with only waiting/teardown errors
     silent: tuple[int, ...]  # ranks known by their files that logged no error: torn down or still waiting
-    error_lines: tuple[Evidence, ...]  # for "no known signature": the error lines seen
+    culprit: int | None  # the one rank named at fault, where the log singles one out
+    culprit_node: int | None
+    culprit_reason: str
+    reasons: tuple[str, ...]  # what the rules read from the facts, in words
+    outside: tuple[str, ...]  # signatures of known failures outside the catalog
+    error_lines: tuple[Evidence, ...]  # for "no known cause": the error lines seen
     next_check: str
     notes: tuple[str, ...]  # files skipped (binary, unreadable, empty)
     files: int
     bytes: int
 
     def answers(self) -> tuple[str, ...]:
-        """Causes best first; "not in the catalog" when no known signature was found."""
-        return tuple(ranked.cause for ranked in self.causes) or (NOT_IN_CATALOG,)
-
-    @property
-    def culprit(self) -> int | None:
-        return self.culprits[0] if len(self.culprits) == 1 else None
-
-    @property
-    def culprit_node(self) -> int | None:
-        return None
+        """Answers best first, "not in the catalog" among them: first when it is more likely than
+        all the catalog's causes together, else after the causes more likely than it."""
+        causes = [ranked.cause for ranked in self.causes]
+        if not causes or self.unknown > 0.5:
+            return (NOT_IN_CATALOG, *causes)
+        place = max(1, sum(1 for ranked in self.causes if ranked.confidence >= self.unknown))
+        return (*causes[:place], NOT_IN_CATALOG, *causes[place:])
 
 
-def _rank_of_path(path: str) -> int | None:
-    match = RANK_IN_PATH.search(path.replace(os.sep, "/"))
-    if not match:
-        return None
-    return int(next(group for group in match.groups() if group is not None))
+def _number_in(pattern: re.Pattern, text: str) -> int | None:
+    match = pattern.search(text.replace(os.sep, "/"))
+    return int(next(group for group in match.groups() if group is not None)) if match else None
 
 
 def _rank_of_line(line: str) -> int | None:
@@ -110,31 +116,32 @@ class _FileScan:
 
 
 def _scan_file(path: str) -> _FileScan:
-    """Stream one file; keep a few lines per signature and rank."""
-    file_rank = _rank_of_path(path)
-    kept: collections.Counter = collections.Counter()
-    evidence, errors = [], []
-    size = 0
     try:
         with open(path, "rb") as stream:
-            head = stream.read(BINARY_SNIFF_BYTES)
-            if not head:
-                return _FileScan([], [], f"{path}: empty", 0)
-            if b"\0" in head:
-                return _FileScan([], [], f"{path}: binary, skipped", 0)
-            carry, line_base, block = b"", 0, head
-            while block:
-                size += len(block)
-                data = carry + block
-                cut = data.rfind(b"\n") + 1
-                complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
-                line_base = _scan_block(complete, path, file_rank, line_base, kept, evidence, errors)
-                block = stream.read(BLOCK_BYTES)
-            if carry:
-                _scan_block(carry + b"\n", path, file_rank, line_base, kept, evidence, errors)
+            return _scan_stream(stream, path)
     except OSError as error:
         return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0)
-    return _FileScan(evidence, errors, None, size)
+
+
+def _scan_stream(stream, path: str) -> _FileScan:
+    """Stream one input; keep a few lines per signature and rank."""
+    head = stream.read(BINARY_SNIFF_BYTES)
+    if not head:
+        return _FileScan([], [], f"{path}: empty", 0)
+    if b"\0" in head:
+        return _FileScan([], [], f"{path}: binary, skipped", 0)
+    state = _BlockState(path, _number_in(RANK_IN_PATH, path))
+    carry, block, size = b"", head, 0
+    while block:
+        size += len(block)
+        data = carry + block
+        cut = data.rfind(b"\n") + 1
+        complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
+        state.scan(complete)
+        block = stream.read(BLOCK_BYTES)
+    if carry:
+        state.scan(carry + b"\n")
+    return _FileScan(state.evidence, state.errors, None, size)
 
 
 class _LiteralFinder:
@@ -157,8 +164,10 @@ class _LiteralFinder:
     def find(self, block: bytes) -> list[tuple[int, str]]:
         found: list[tuple[int, str]] = []
         if self.database is not None:
+            literals = self.literals
+
             def on_match(index, start, end, flags, context):
-                found.append((end - len(self.literals[index][0]), self.literals[index][1]))
+                found.append((end - len(literals[index][0]), literals[index][1]))
 
             if self.scratch is None:
                 import hyperscan
@@ -174,50 +183,77 @@ class _LiteralFinder:
         return sorted(found)  # in offset order, as Hyperscan reports them
 
 
-_FINDER: _LiteralFinder | None = None
+_FINDERS: dict[bool, _LiteralFinder] = {}
 
 
-def _finder() -> _LiteralFinder:
-    global _FINDER
-    if _FINDER is None:
+def _finder(with_error_lines: bool = True) -> _LiteralFinder:
+    """The literal search; without the error fragments once a file's error lines are all kept."""
+    if with_error_lines not in _FINDERS:
         literals = [(literal.encode(), signature.id) for signature in SIGNATURES for literal in signature.literals]
-        _FINDER = _LiteralFinder(literals + [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS])
-    return _FINDER
+        if with_error_lines:
+            literals += [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS]
+        _FINDERS[with_error_lines] = _LiteralFinder(literals)
+    return _FINDERS[with_error_lines]
 
 
-def _line_at(block: bytes, start: int) -> str:
-    end = block.find(b"\n", start)
-    raw = block[start:end if end != -1 else len(block)]
-    return ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+def _window(line: str, regex: re.Pattern) -> str:
+    """A huge line cut around what matched, so the deciding words stay."""
+    if len(line) <= LINE_WINDOW:
+        return line
+    match = regex.search(line)
+    start = max(0, (match.start() if match else 0) - LINE_WINDOW // 4)
+    return ("…" if start else "") + line[start:start + LINE_WINDOW] + ("…" if start + LINE_WINDOW < len(line) else "")
 
 
-def _scan_block(block: bytes, path, file_rank, line_base, kept, evidence, errors) -> int:
-    """Evidence and error lines of one block of whole lines; returns the line count so far.
+class _BlockState:
+    """One input's scan: kept lines, counts per (signature, rank), line numbers so far."""
 
-    Line numbers are counted forward from one matching line to the next: a log repeating one
-    error a million times is read once, not once per repetition."""
-    hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> signature ids
-    error_starts: set[int] = set()
-    for offset, label in _finder().find(block):
-        start = block.rfind(b"\n", 0, offset) + 1
-        if label != ERROR_LINE:
-            hits[start].add(label)
-        elif len(errors) + len(error_starts) < ERROR_LINES_KEPT:
-            error_starts.add(start)
-    position, line_number = 0, line_base
-    for start in sorted(hits.keys() | error_starts):
-        line_number += block.count(b"\n", position, start)
-        position = start
-        line = _line_at(block, start)
-        rank = _rank_of_line(line)
-        rank = file_rank if rank is None else rank
-        for signature_id in sorted(hits.get(start, ())):
-            if kept[signature_id, rank] < LINES_PER_SIGNATURE and SIGNATURES_BY_ID[signature_id].regex.search(line):
-                kept[signature_id, rank] += 1
-                evidence.append(Evidence(signature_id, path, line_number + 1, rank, line))
-        if start in error_starts:
-            errors.append(Evidence(ERROR_LINE, path, line_number + 1, rank, line))
-    return line_base + block.count(b"\n")
+    def __init__(self, path: str, file_rank: int | None) -> None:
+        self.path, self.file_rank = path, file_rank
+        self.kept: collections.Counter = collections.Counter()
+        self.evidence: list[Evidence] = []
+        self.errors: list[Evidence] = []
+        self.line_base = 0
+        self.cache: dict[bytes, tuple] = {}  # raw line -> (text, rank of the line, signature ids that match)
+
+    def scan(self, block: bytes) -> None:
+        """Evidence and error lines of one block of whole lines.
+
+        Line numbers are counted forward from one matching line to the next, and a line seen
+        before is not decoded or matched again: a log repeating one error a million times is read once."""
+        want_errors = len(self.errors) < ERROR_LINES_KEPT
+        hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> labels
+        for offset, label in _finder(want_errors).find(block):
+            hits[block.rfind(b"\n", 0, offset) + 1].add(label)
+        position, line_number = 0, self.line_base
+        for start in sorted(hits):
+            line_number += block.count(b"\n", position, start)
+            position = start
+            labels = hits[start]
+            end = block.find(b"\n", start)
+            raw = block[start:end]
+            known = self.cache.get(raw)
+            if known is None:
+                known = self._read(raw, labels)
+            text, line_rank, matched = known
+            rank = self.file_rank if line_rank is None else line_rank
+            for signature_id in matched:
+                if self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep:
+                    self.kept[signature_id, rank] += 1
+                    line = _window(text, SIGNATURES_BY_ID[signature_id].regex)
+                    self.evidence.append(Evidence(signature_id, self.path, line_number + 1, rank, line))
+            if ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT:
+                self.errors.append(Evidence(ERROR_LINE, self.path, line_number + 1, rank, _window(text, re.compile("rror"))))
+        self.line_base += block.count(b"\n")
+
+    def _read(self, raw: bytes, labels: set[str]) -> tuple:
+        text = ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+        matched = tuple(sorted(label for label in labels if label != ERROR_LINE
+                               and SIGNATURES_BY_ID[label].regex.search(text)))
+        known = (text, _rank_of_line(text), matched)
+        if len(self.cache) < LINE_CACHE_SIZE:
+            self.cache[raw] = known
+        return known
 
 
 def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
@@ -279,71 +315,112 @@ def learned_counts(recordings, cause_of: dict[str, str]) -> dict[str, collection
     return counts
 
 
+def learned_counts_from_store(path: Path, cause_of: dict[str, str]) -> dict[str, collections.Counter]:
+    """Learned counts from a recording store, if that file exists: opened read-only, never
+    created (diagnose must not leave a store, or its directories, behind)."""
+    from .store import Store
+
+    if not path.is_file():
+        return {}
+
+    class _ReadOnly(Store):
+        def __init__(self) -> None:  # the store's readers, over a connection that cannot write
+            self.path = path
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+
+    try:
+        store = _ReadOnly()
+        try:
+            return learned_counts(store.recordings(kind="run"), cause_of)
+        finally:
+            store.close()
+    except sqlite3.Error as error:
+        raise BadInput(f"{path}: cannot read the recording store: {error}") from None
+
+
 def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | None = None,
-             workers: int | None = None) -> Diagnosis:
-    """Triage the logs at `paths`. `cause_counts[signature][cause]` counts recordings in
-    which the signature appeared with that cause: evidence learned from the store."""
-    files, notes, missing = log_files(paths)
-    if missing and not files:
+             workers: int | None = None, stdin=None) -> Diagnosis:
+    """Triage the logs at `paths` ("-" for `stdin`, a binary stream). `cause_counts[signature][cause]`
+    counts recordings in which the signature appeared with that cause: evidence learned from the store."""
+    scans, notes = [], []
+    if any(str(path) == STDIN for path in paths):
+        if stdin is None:
+            raise BadInput("-: standard input is not available here")
+        scans.append(_scan_stream(stdin, "<stdin>"))
+    files, file_notes, missing = log_files([path for path in paths if str(path) != STDIN])
+    if missing and not files and not scans:
         raise BadInput("; ".join(missing))
-    notes += missing
-    scans = _scan_all(files, workers)
+    scans += _scan_all(files, workers)
+    notes += file_notes + missing + [scan.note for scan in scans if scan.note]
+    return _assemble(scans, files, notes, cause_counts)
+
+
+def _assemble(scans, files, notes, cause_counts) -> Diagnosis:
     evidence = [item for scan in scans for item in scan.evidence]
-    notes += [scan.note for scan in scans if scan.note]
-    roles = {s.id: s.role for s in SIGNATURES}
-    suggests = {s.id: s.suggests for s in SIGNATURES}
     seen_on: dict[int, set[str]] = collections.defaultdict(set)
     for item in evidence:
-        if item.rank is not None:
+        if item.rank is not None and SIGNATURES_BY_ID[item.signature].effect != "context":
             seen_on[item.rank].add(item.signature)
+    culprits, victims = _roles(seen_on)
+    present = {item.signature for item in evidence}
+    facts = read_facts(evidence)
+    extra = ()
+    if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
+                               for i in seen_on[rank]) for rank in culprits):
+        # A rank died of an error of its own that no signature names, while others waited on it.
+        extra = (("rank-crash", 0.7, OWN_TRACEBACK),)
+    ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
+    causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
+                   if cause in CAUSES_BY_ID)
+    culprit, culprit_node, why = _name_culprit(culprits, victims, facts, evidence)
+    named_by_file = {rank for rank in (_number_in(RANK_IN_PATH, path) for path in files) if rank is not None}
+    return Diagnosis(
+        causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
+        victims=victims, silent=tuple(sorted(named_by_file - set(seen_on))), culprit=culprit,
+        culprit_node=culprit_node, culprit_reason=why, reasons=ranking.reasons, outside=ranking.outside,
+        error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
+        next_check=_next_check(causes), notes=tuple(notes), files=len(files), bytes=sum(scan.size for scan in scans),
+    )
+
+
+def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Ranks with errors of their own (culprits) and ranks that only waited or lost a peer (victims)."""
+    def role_of(ids: set[str], role: str) -> bool:
+        return any(SIGNATURES_BY_ID[i].role == role and SIGNATURES_BY_ID[i].effect != "context" for i in ids)
 
     def own_error(ids: set[str]) -> bool:
         # A culprit-side signature, or a traceback of its own with no sign of waiting on others.
-        victim = any(roles[i] == "victim" for i in ids)
-        return any(roles[i] == "culprit" for i in ids) or ("python-exception" in ids and not victim)
+        return role_of(ids, "culprit") or ("python-exception" in ids and not role_of(ids, "victim"))
 
     culprits = tuple(sorted(rank for rank, ids in seen_on.items() if own_error(ids)))
-    named_by_file = {rank for rank in (_rank_of_path(path) for path in files) if rank is not None}
-    victims = tuple(sorted(rank for rank, ids in seen_on.items()
-                           if not own_error(ids) and any(roles[i] == "victim" for i in ids)))
-    weights: collections.Counter = collections.Counter()
-    supporting: dict[str, set[str]] = collections.defaultdict(set)
-    for signature_id in {item.signature for item in evidence if suggests[item.signature]}:
-        learned = (cause_counts or {}).get(signature_id, collections.Counter())
-        candidates = collections.Counter({cause: PRIOR_DECAY ** order
-                                          for order, cause in enumerate(suggests[signature_id])})
-        for cause, count in learned.items():
-            candidates[cause] += 2.0 * count
-        total = sum(candidates.values())
-        weight = CULPRIT_WEIGHT if roles[signature_id] == "culprit" else 1.0
-        for cause, value in candidates.items():
-            weights[cause] += weight * value / total
-            supporting[cause].add(signature_id)
-    if victims and any(not any(roles[i] == "culprit" and suggests[i] for i in seen_on[rank]) for rank in culprits):
-        # A rank died of an error of its own that no signature names, while others waited on it.
-        weights["rank-crash"] += CULPRIT_WEIGHT
-        supporting["rank-crash"].add("python-exception")
-    grand = sum(weights.values()) or 1.0
-    causes = tuple(
-        RankedCause(cause, round(value / grand, 3), tuple(sorted(supporting[cause])))
-        for cause, value in weights.most_common()
-        if cause in CAUSES_BY_ID
-    )
-    next_check = ""
+    victims = tuple(sorted(rank for rank, ids in seen_on.items() if not own_error(ids) and role_of(ids, "victim")))
+    return culprits, victims
+
+
+def _name_culprit(culprits, victims, facts, evidence) -> tuple[int | None, int | None, str]:
+    """The one rank at fault, where the log singles one out, its node, and how it was told."""
+    rank, why = None, ""
+    if len(culprits) == 1:
+        rank, why = culprits[0], "the only rank with an error of its own"
+    elif len({local for _, local, _ in facts.failed_workers}) == 1 and not culprits:
+        code, rank, pid = facts.failed_workers[0]
+        why = f"the launcher saw local rank {rank} (pid {pid}) exit first, with code {code}"
+        if len(facts.root_cause_ranks) == 1:
+            rank = facts.root_cause_ranks[0][0]
+    elif not culprits and untouched_pid(facts):
+        pid, place = untouched_pid(facts)
+        rank, why = place, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
+    node = None
+    if rank is not None:
+        nodes = {_number_in(NODE_IN_PATH, item.path) for item in evidence if item.rank == rank}
+        node = nodes.pop() if len(nodes) == 1 else None
+        if node is None and facts.per_node and (facts.nodes or 0) > 1:
+            node = rank // facts.per_node
+    return rank, node, why
+
+
+def _next_check(causes) -> str:
     if len(causes) >= 2:
         first, second = CAUSES_BY_ID[causes[0].cause], CAUSES_BY_ID[causes[1].cause]
-        next_check = f"To tell {first.id} from {second.id}: {first.confirm} / {second.confirm}"
-    elif causes:
-        next_check = CAUSES_BY_ID[causes[0].cause].confirm
-    return Diagnosis(
-        causes=causes,
-        evidence=tuple(evidence),
-        culprits=culprits,
-        victims=victims,
-        silent=tuple(sorted(named_by_file - set(seen_on))),
-        error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
-        next_check=next_check,
-        notes=tuple(notes),
-        files=len(files),
-        bytes=sum(scan.size for scan in scans),
-    )
+        return f"To tell {first.id} from {second.id}: {first.confirm} / {second.confirm}"
+    return CAUSES_BY_ID[causes[0].cause].confirm if causes else ""

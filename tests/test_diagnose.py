@@ -76,9 +76,11 @@ def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
         "[rank0]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60\n" * 3)
     (tmp_path / "job.log").write_text(text + "[rank1]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: x/1\n")
     fast = diagnose.diagnose([tmp_path])
-    finder = diagnose._LiteralFinder(diagnose._finder().literals)
-    finder.database = None
-    monkeypatch.setattr(diagnose, "_FINDER", finder)
+    slow_finders = {}
+    for with_errors in (True, False):
+        slow_finders[with_errors] = diagnose._LiteralFinder(diagnose._finder(with_errors).literals)
+        slow_finders[with_errors].database = None
+    monkeypatch.setattr(diagnose, "_FINDERS", slow_finders)
     slow = diagnose.diagnose([tmp_path])
     assert fast.evidence == slow.evidence and fast.causes == slow.causes
 

@@ -1,0 +1,205 @@
+"""Causes decided from signatures and facts, by rules held as data; calibrated confidence.
+
+Each signature found suggests causes (its catalog entry, most frequent first). A rule reads
+the facts around it and, when its test holds, changes what that signature means: it puts
+other causes first, says how specific the line is, or marks it as a failure the catalog does
+not hold. The first rule that holds for a signature wins, so the order below is the order of
+precedence.
+
+Confidence is calibrated, not a share of matched lines: each signature carries how much it
+alone says "one of the catalog's causes"; independent signatures compound
+(1 - product of (1 - specificity)), and whatever is left is the share of "unknown / not in
+the catalog". One ambiguous line therefore never shows 100%. Side effects (exit warnings,
+torn-down workers, victims' watchdog lines) count for little once a primary sign exists,
+and a cause with only side effects behind it never ranks above one with a primary sign.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+from typing import Callable
+
+from .log_facts import Facts
+from .symptoms import SIGNATURES_BY_ID
+
+CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
+SIDE_WEIGHT = 0.2  # a side effect's say, once a primary sign is there
+PRIOR_DECAY = 0.7  # each next suggested cause weighs 0.7 as much as the one before
+LEARNED_WEIGHT = 2.0  # each recorded run of a cause with this signature
+OUTSIDE_STRENGTH = 0.8  # how much a known out-of-catalog failure says "not in the catalog"
+
+
+def _index_beyond_devices(facts: Facts) -> bool:
+    asked = {index for indices in facts.device_requests.values() for index in indices}
+    return facts.visible_devices is not None and any(index >= facts.visible_devices for index in asked)
+
+
+def _global_rank_as_index(facts: Facts) -> bool:
+    """A rank asked for the device numbered like its global rank, past the devices of one node."""
+    per_node = facts.per_node or facts.visible_devices
+    return bool(per_node) and any(rank is not None and rank >= per_node and rank in indices
+                                  for rank, indices in facts.device_requests.items())
+
+
+def _more_ranks_than_devices(facts: Facts) -> bool:
+    ranks = facts.per_node or (max(facts.duplicate_ranks) + 1 if facts.duplicate_ranks else 0)
+    return facts.visible_devices is not None and ranks > facts.visible_devices
+
+
+# Named tests over the facts (and the signatures present): what a rule may ask.
+FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
+    "the device is chosen by the global rank": lambda f, s: "rank" in f.set_device_args,
+    "a rank asked for its global rank as device index": lambda f, s: _global_rank_as_index(f),
+    "the job spans several nodes": lambda f, s: (f.nodes or 1) > 1,
+    "the device is chosen by the local rank": lambda f, s: "local_rank" in f.set_device_args,
+    "a device index beyond the visible count": lambda f, s: _index_beyond_devices(f),
+    "more ranks on the node than devices": lambda f, s: _more_ranks_than_devices(f),
+    "the refused address is a loopback": lambda f, s: any(a.loopback and a.refused for a in f.addresses),
+    "a peer advertised a loopback address": lambda f, s: any(a.loopback for a in f.addresses),
+    "docker bridges or veths among NCCL's interfaces": lambda f, s: bool(f.bridge_interfaces),
+    "/dev/shm has no space left": lambda f, s: "no-space" in f.shm,
+    "attaching to a peer's segment failed": lambda f, s: "attach" in f.shm and "create" not in f.shm,
+    "binding was denied (errno 13)": lambda f, s: 13 in f.errnos,
+    "the name looked up is already an IP address": lambda f, s: bool(f.addresses) and all(a.literal for a in f.addresses),
+    "the address is not valid (errno 22 or 10049)": lambda f, s: bool({22, 10049} & f.errnos),
+    "the connection was refused (errno 111)": lambda f, s: 111 in f.errnos,
+    "ranks disagree on the collective": lambda f, s: bool(f.rank_disagreement()),
+    "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
+    "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
+    "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    signature: str
+    when: str  # a key of FACT_TESTS
+    favours: tuple[str, ...] | None = None  # replaces the signature's suggested causes, best first
+    specificity: float | None = None  # replaces the signature's specificity
+    outside: bool = False  # the line then means a failure the catalog does not hold
+    why: str = ""
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("invalid-device-ordinal", "the device is chosen by the global rank", ("rank-as-device-id", "too-few-gpus"), 0.9,
+         why="set_device(rank): past node 0 the global rank exceeds the node's devices"),
+    Rule("invalid-device-ordinal", "a rank asked for its global rank as device index", ("rank-as-device-id", "too-few-gpus"),
+         0.9, why="a rank asked for the device numbered like its global rank"),
+    Rule("invalid-device-ordinal", "the device is chosen by the local rank", ("too-few-gpus", "rank-as-device-id"), 0.9,
+         why="set_device(local_rank) failed: more local ranks than devices"),
+    Rule("invalid-device-ordinal", "the job spans several nodes", ("rank-as-device-id", "too-few-gpus"),
+         why="several nodes: a global rank used as device index fails on every node but the first"),
+    Rule("invalid-device-ordinal", "a device index beyond the visible count", ("too-few-gpus", "rank-as-device-id"), 0.9,
+         why="a device index beyond the devices this process sees"),
+    Rule("duplicate-gpu", "more ranks on the node than devices", ("too-few-gpus", "missing-set-device"),
+         why="more processes on the node than GPUs"),
+    Rule("connection-refused", "the refused address is a loopback", ("wrong-socket-interface",), 0.85,
+         why="the refused address is a loopback: a peer advertised 127.x (its host name or interface points there)"),
+    Rule("gloo-connect-failed", "a peer advertised a loopback address", ("wrong-socket-interface",), 0.9,
+         why="gloo dialed a loopback address a peer advertised"),
+    Rule("nccl-system-error", "docker bridges or veths among NCCL's interfaces", ("wrong-socket-interface",), 0.7,
+         why="NCCL uses docker bridges or veths beside the real NIC"),
+    Rule("nccl-connect-failed", "docker bridges or veths among NCCL's interfaces", ("wrong-socket-interface",), 0.85,
+         why="NCCL dialed over docker bridges or veths"),
+    Rule("nccl-shm-failed", "/dev/shm has no space left", specificity=0.95, why="/dev/shm ran out of space"),
+    Rule("nccl-shm-failed", "attaching to a peer's segment failed", specificity=0.25,
+         why="attaching to a peer's existing segment failed, which a full /dev/shm does not explain"),
+    Rule("server-bind-failed", "binding was denied (errno 13)", outside=True,
+         why="binding was denied (errno 13): a port below 1024 needs root; the port is not in use"),
+    Rule("name-not-resolved", "the name looked up is already an IP address", specificity=0.2,
+         why="the failed lookup is of an IP address, not a host name"),
+    Rule("client-connect-failed", "the address is not valid (errno 22 or 10049)", ("wrong-master-addr",),
+         why="the address itself is not valid here"),
+    Rule("client-connect-failed", "the connection was refused (errno 111)", ("wrong-master-port", "firewall"),
+         why="refused: the host is up but nothing listens on that port"),
+    Rule("collective-timeout", "ranks disagree on the collective", ("collective-mismatch", "straggler-rank"), 0.9,
+         why="the ranks' own lines disagree on where they are"),
+    Rule("nccl-remote-error", "an InfiniBand transfer error was seen", ("link-down", "rank-crash"),
+         why="an InfiniBand transfer failed: the link, not only a peer"),
+    Rule("nccl-remote-error", "a rank died by a signal or ran out of memory", ("rank-crash",),
+         why="a rank died, so its peers lost it"),
+    Rule("destroy-not-called", "another failure came first", specificity=0.15,
+         why="the warning follows another failure: the process died without tearing down"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """What one signature means here, after the rules."""
+
+    signature: str
+    favours: tuple[str, ...]
+    specificity: float
+    outside: bool
+    side: bool  # a side effect while a primary sign exists
+    why: str
+
+
+def read_signature(signature_id: str, facts: Facts, present: set[str], has_primary: bool) -> Reading:
+    signature = SIGNATURES_BY_ID[signature_id]
+    rule = next((rule for rule in RULES if rule.signature == signature_id
+                 and FACT_TESTS[rule.when](facts, present)), None)
+    favours = rule.favours if rule and rule.favours is not None else signature.suggests
+    specificity = rule.specificity if rule and rule.specificity is not None else signature.specificity
+    outside = signature.outside or bool(rule and rule.outside)
+    return Reading(signature_id, () if outside else favours, specificity, outside,
+                   signature.effect == "side" and has_primary, rule.why if rule else "")
+
+
+def is_primary(signature_id: str) -> bool:
+    signature = SIGNATURES_BY_ID[signature_id]
+    return signature.effect == "primary" and bool(signature.suggests or signature.outside)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ranking:
+    causes: tuple[tuple[str, float, tuple[str, ...]], ...]  # (cause, share, supporting signatures) best first
+    unknown: float  # share of "unknown / not in the catalog"
+    reasons: tuple[str, ...]  # the rules that changed a reading, in words
+    outside: tuple[str, ...]  # signatures of known failures outside the catalog
+
+
+def rank_causes(present: set[str], facts: Facts, learned: dict | None, extra: tuple = ()) -> Ranking:
+    """`extra`: (cause, specificity, label) readings the caller derived (an own traceback among waiters)."""
+    has_primary = any(is_primary(i) for i in present) or bool(extra)
+    scores: collections.Counter = collections.Counter()
+    support: dict[str, set[str]] = collections.defaultdict(set)
+    primary_support: set[str] = set()
+    known_terms, outside, reasons = [], [], []
+    for signature_id in sorted(present):
+        reading = read_signature(signature_id, facts, present, has_primary)
+        if reading.why:
+            reasons.append(reading.why)
+        if reading.outside:
+            outside.append(signature_id)
+            continue
+        if not reading.favours:
+            continue
+        weight = (CULPRIT_WEIGHT if SIGNATURES_BY_ID[signature_id].role == "culprit" else 1.0)
+        weight *= (SIDE_WEIGHT if reading.side else 1.0) * reading.specificity
+        for cause, share in _distribution(reading.favours, (learned or {}).get(signature_id)).items():
+            scores[cause] += weight * share
+            support[cause].add(signature_id)
+            if not reading.side:
+                primary_support.add(cause)
+        known_terms.append(reading.specificity * (SIDE_WEIGHT if reading.side else 1.0))
+    for cause, specificity, label in extra:
+        scores[cause] += CULPRIT_WEIGHT * specificity
+        support[cause].add(label)
+        primary_support.add(cause)
+        known_terms.append(specificity)
+    known = (1 - math.prod(1 - term for term in known_terms)) * (1 - OUTSIDE_STRENGTH) ** len(outside)
+    total = sum(scores.values()) or 1.0
+    ordered = sorted(scores, key=lambda cause: (cause in primary_support, scores[cause]), reverse=True)
+    causes = tuple((cause, known * scores[cause] / total, tuple(sorted(support[cause]))) for cause in ordered)
+    return Ranking(causes, 1 - known if causes else 1.0, tuple(dict.fromkeys(reasons)), tuple(outside))
+
+
+def _distribution(favours: tuple[str, ...], learned) -> dict[str, float]:
+    candidates = collections.Counter({cause: PRIOR_DECAY ** order for order, cause in enumerate(favours)})
+    for cause, count in (learned or {}).items():
+        candidates[cause] += LEARNED_WEIGHT * count
+    total = sum(candidates.values())
+    return {cause: value / total for cause, value in candidates.items()}

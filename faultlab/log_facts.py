@@ -1,0 +1,234 @@
+"""Facts read from the lines diagnose kept: the numbers and names its rules decide with.
+
+A line that matched a signature often carries more than its wording: the device index a rank
+asked for, how many devices it sees, the address it dialed and whether that is a loopback,
+the errno, the collective and sequence number a rank was stuck in, the pid the launcher did
+not terminate. Each reader below takes the lines of the signatures that carry such a value.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import ipaddress
+import re
+
+NUMBER = r"(-?\d+)"
+ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
+    # [host]:port, the port left out or a placeholder; the host an address or a dotted name, never [rank3]
+    re.compile(r"\[((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]+|localhost|[\w-]+(?:\.[\w-]+)+)\](?::(\d*))?"),
+    re.compile(r"\(\s*([^,()\s]+),\s*(\d+)\)"),  # (host, port)
+    re.compile(r"(?:to|from|remote peer) ([A-Za-z0-9_.:-]+)<(\d+)>"),  # NCCL's host<port>
+)
+ERRNO = re.compile(r"(?:errno|system error|error)[: =]+(-?\d+)|\((\d+)\)\s*$")
+GAI_ERRNO = re.compile(r"gai error: (-\d+)")
+SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
+FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
+                         r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]*)\])?")
+WORK_PROGRESS = re.compile(r"last enqueued (?:NCCL )?work: (\d+), last completed (?:NCCL )?work: (\d+)")
+FAILED_WORKER = re.compile(r"exitcode:? ?(-?\d+)\)? local_rank: (\d+) \(pid: (\d+)\)")
+ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
+TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
+SET_DEVICE_ARG = re.compile(r"set_device\(\s*(?:[\w.]+\.)?(\w+)")
+DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
+VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)")
+DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)")
+NODES = re.compile(r"nnodes[= :]+(\d+)")
+PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")
+WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)")
+DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
+INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):")
+BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
+IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Address:
+    host: str
+    port: int | None
+    refused: bool  # the line says the connection was refused
+
+    @property
+    def loopback(self) -> bool:
+        host = self.host.removeprefix("::ffff:")
+        return host in ("localhost", "::1") or host.startswith("127.")
+
+    @property
+    def literal(self) -> bool:
+        """An IP address rather than a name to look up."""
+        try:
+            ipaddress.ip_address(self.host.strip().removeprefix("::ffff:").split("%")[0])
+            return True
+        except ValueError:
+            return False
+
+
+@dataclasses.dataclass
+class Facts:
+    nodes: int | None = None
+    per_node: int | None = None
+    world_size: int | None = None
+    visible_devices: int | None = None
+    device_requests: dict = dataclasses.field(default_factory=dict)  # rank (or None) -> device indices asked for
+    set_device_args: set = dataclasses.field(default_factory=set)  # 'rank', 'local_rank', 'device' ...
+    addresses: list = dataclasses.field(default_factory=list)
+    errnos: set = dataclasses.field(default_factory=set)
+    interfaces: list = dataclasses.field(default_factory=list)
+    collectives: dict = dataclasses.field(default_factory=dict)  # rank -> {(seq, op, numel)}
+    fingerprints: list = dataclasses.field(default_factory=list)  # (rank, seq, op, shape)
+    progress: dict = dataclasses.field(default_factory=dict)  # rank -> (last enqueued, last completed)
+    failed_workers: list = dataclasses.field(default_factory=list)  # (exit code, local rank, pid)
+    root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
+    terminated_pids: set = dataclasses.field(default_factory=set)
+    shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing'
+    ib_codes: set = dataclasses.field(default_factory=set)
+    duplicate_ranks: set = dataclasses.field(default_factory=set)
+
+    @property
+    def bridge_interfaces(self) -> list[str]:
+        return [name for name in self.interfaces if name.startswith(BRIDGE_NAMES)]
+
+    def rank_disagreement(self) -> str:
+        """How ranks that report where they are stuck differ ('' when they agree or say nothing)."""
+        if len({(op, shape) for _, _, op, shape in self.fingerprints}) > 1:
+            return "the ranks' collective fingerprints differ"
+        last = {rank: max(entries) for rank, entries in self.collectives.items() if rank is not None}
+        if len(last) > 1:
+            if len({op for _, op, _ in last.values()}) > 1:
+                return "ranks wait in different collectives"
+            if len({numel for _, _, numel in last.values() if numel is not None}) > 1:
+                return "ranks wait in one collective with different sizes"
+            if len({seq for seq, _, _ in last.values()}) > 1:
+                return "ranks wait at different sequence numbers"
+        enqueued = {rank: progress[0] for rank, progress in self.progress.items() if rank is not None}
+        if len(set(enqueued.values())) > 1:
+            return "ranks have enqueued different numbers of collectives"
+        return ""
+
+
+def _first_int(match) -> int:
+    return int(next(group for group in match.groups() if group is not None))
+
+
+def _read_devices(facts: Facts, rank, line: str) -> None:
+    for match in SET_DEVICE_ARG.finditer(line):
+        facts.set_device_args.add(match[1])
+    count = DEVICE_COUNT.search(line)
+    if count:
+        facts.visible_devices = _first_int(count)
+    visible = VISIBLE_DEVICES.search(line)
+    if visible:
+        facts.visible_devices = len([d for d in visible[1].split(",") if d])
+    for match in DEVICE_INDEX.finditer(line):
+        facts.device_requests.setdefault(rank, set()).add(_first_int(match))
+
+
+def _read_topology(facts: Facts, line: str) -> None:
+    for pattern, field in ((NODES, "nodes"), (PER_NODE, "per_node"), (WORLD, "world_size")):
+        match = pattern.search(line)
+        if match:
+            setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
+
+
+def _read_network(facts: Facts, line: str) -> None:
+    refused = "refused" in line.lower()
+    for form in ADDRESS_FORMS:
+        for host, port in form.findall(line):
+            facts.addresses.append(Address(host.strip(), int(port) if port else None, refused))
+    for match in ERRNO.finditer(line):
+        facts.errnos.add(_first_int(match))
+    for code in GAI_ERRNO.findall(line):
+        facts.errnos.add(int(code))
+
+
+def _read_collectives(facts: Facts, rank, line: str) -> None:
+    for seq, op, numel in SEQUENCE.findall(line):
+        facts.collectives.setdefault(rank, set()).add((int(seq), op, int(numel) if numel else None))
+    for named_rank, seq, op, shape in FINGERPRINT.findall(line):
+        facts.fingerprints.append((int(named_rank), int(seq) if seq else None, op, shape))
+    progress = WORK_PROGRESS.search(line)
+    if progress:
+        facts.progress[rank] = (int(progress[1]), int(progress[2]))
+
+
+def _read_exits(facts: Facts, line: str) -> None:
+    for code, local_rank, pid in FAILED_WORKER.findall(line):
+        facts.failed_workers.append((int(code), int(local_rank), int(pid)))
+    for rank, local_rank in ROOT_CAUSE_RANK.findall(line):
+        facts.root_cause_ranks.append((int(rank), int(local_rank)))
+    for pid, killed in TERMINATED_PID.findall(line):
+        facts.terminated_pids.add(int(pid or killed))
+
+
+def _read_shm(facts: Facts, line: str) -> None:
+    facts.shm.add("attach" if "attaching to" in line else "create")
+    lowered = line.lower()
+    if "no space left" in lowered or "posix_fallocate" in lowered or "failed to extend" in lowered:
+        facts.shm.add("no-space")
+    if "no such file" in lowered:
+        facts.shm.add("missing")
+
+
+# Which readers each signature's lines go through.
+READERS = {
+    "ctx-devices": ("devices",), "ctx-set-device": ("devices",), "invalid-device-ordinal": ("devices",),
+    "duplicate-gpu": ("devices", "duplicates"), "ctx-topology": ("topology",), "ctx-interfaces": ("interfaces",),
+    "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
+    "ctx-work-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
+    "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "ib-completion-error": ("ib",),
+    "nccl-remote-error": ("ib",),
+}
+NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-connect-timeout", "nccl-connect-failed",
+                      "gloo-connect-failed", "name-not-resolved", "server-bind-failed", "address-in-use",
+                      "no-route-to-host", "nccl-remote-error", "connection-closed-by-peer"}
+
+
+def read_facts(evidence) -> Facts:
+    """Facts from evidence lines (anything with .signature, .rank and .line)."""
+    facts = Facts()
+    for item in evidence:
+        readers = READERS.get(item.signature, ())
+        line, rank = item.line, item.rank
+        if "devices" in readers:
+            _read_devices(facts, rank, line)
+        if "duplicates" in readers:
+            facts.duplicate_ranks.update(int(r) for pair in DUPLICATE.findall(line) for r in pair)
+        if "topology" in readers:
+            _read_topology(facts, line)
+        if "interfaces" in readers:
+            facts.interfaces += [name for name in INTERFACE.findall(line) if name not in facts.interfaces]
+        if "collectives" in readers:
+            _read_collectives(facts, rank, line)
+        if "exits" in readers:
+            _read_exits(facts, line)
+        if "shm" in readers:
+            _read_shm(facts, line)
+        if "ib" in readers and "NET/IB" in line:
+            facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
+        if item.signature in NETWORK_SIGNATURES:
+            _read_network(facts, line)
+    return facts
+
+
+def untouched_pid(facts: Facts) -> tuple[int, int] | None:
+    """(pid, its place among the node's workers) of the one worker the launcher did not terminate.
+
+    The launcher sends SIGTERM to every worker of its node except the one that already
+    exited; workers are started in local-rank order, so their pids run consecutively."""
+    pids = sorted(facts.terminated_pids)
+    if len(pids) < 2:
+        return None
+    gaps = [pid for pid in range(pids[0], pids[-1] + 1) if pid not in facts.terminated_pids]
+    if len(gaps) == 1 and pids[-1] - pids[0] < 4 * len(pids):
+        return gaps[0], gaps[0] - pids[0]
+    return None
+
+
+def ranks_behind(facts: Facts) -> list[int]:
+    """Ranks whose last collective is older than the others' (they never reached the newest one)."""
+    last = {rank: max(seq for seq, _, _ in entries) for rank, entries in facts.collectives.items() if rank is not None}
+    if len(set(last.values())) < 2:
+        return []
+    newest = max(last.values())
+    counts = collections.Counter(seq == newest for seq in last.values())
+    return sorted(rank for rank, seq in last.items() if seq != newest) if counts[True] >= counts[False] else []
