@@ -9,7 +9,8 @@ precedence.
 Confidence is calibrated, not a share of matched lines: each signature carries how much it
 alone says "one of the catalog's causes"; independent signatures compound
 (1 - product of (1 - specificity)), and whatever is left is the share of "unknown / not in
-the catalog". One ambiguous line therefore never shows 100%. Side effects (exit warnings,
+the catalog". Signatures of one family (often one line read two ways) count as one piece
+of evidence. One ambiguous line therefore never shows 100%. Side effects (exit warnings,
 torn-down workers, victims' watchdog lines) count for little once a primary sign exists,
 and a cause with only side effects behind it never ranks above one with a primary sign.
 """
@@ -167,7 +168,8 @@ def rank_causes(present: set[str], facts: Facts, learned: dict | None, extra: tu
     scores: collections.Counter = collections.Counter()
     support: dict[str, set[str]] = collections.defaultdict(set)
     primary_support: set[str] = set()
-    known_terms, outside, reasons = [], [], []
+    known_terms: dict[str, float] = {}  # family -> the most specific reading in it (one family: one piece of evidence)
+    outside, reasons = [], []
     for signature_id in sorted(present):
         reading = read_signature(signature_id, facts, present, has_primary)
         if reading.why:
@@ -184,13 +186,15 @@ def rank_causes(present: set[str], facts: Facts, learned: dict | None, extra: tu
             support[cause].add(signature_id)
             if not reading.side:
                 primary_support.add(cause)
-        known_terms.append(reading.specificity * (SIDE_WEIGHT if reading.side else 1.0))
+        family = SIGNATURES_BY_ID[signature_id].family or signature_id
+        term = reading.specificity * (SIDE_WEIGHT if reading.side else 1.0)
+        known_terms[family] = max(known_terms.get(family, 0.0), term)
     for cause, specificity, label in extra:
         scores[cause] += CULPRIT_WEIGHT * specificity
         support[cause].add(label)
         primary_support.add(cause)
-        known_terms.append(specificity)
-    known = (1 - math.prod(1 - term for term in known_terms)) * (1 - OUTSIDE_STRENGTH) ** len(outside)
+        known_terms[label] = specificity
+    known = (1 - math.prod(1 - term for term in known_terms.values())) * (1 - OUTSIDE_STRENGTH) ** len(outside)
     total = sum(scores.values()) or 1.0
     ordered = sorted(scores, key=lambda cause: (cause in primary_support, scores[cause]), reverse=True)
     causes = tuple((cause, known * scores[cause] / total, tuple(sorted(support[cause]))) for cause in ordered)

@@ -317,76 +317,48 @@ def runbook(session, output, fmt, causes, platform, recording_ids):
     click.echo(f"{output}: {len(book.sections)} symptoms from {len(book.recordings)} recordings")
 
 
-def _rank_ranges(ranks) -> str:
-    """(0, 1, 2, 3, 5, 7, 8) -> '0-3, 5, 7-8 (7 ranks)': thousands of ranks stay one line."""
-    spans: list[list[int]] = []
-    for rank in ranks:
-        if spans and rank == spans[-1][1] + 1:
-            spans[-1][1] = rank
-        else:
-            spans.append([rank, rank])
-    text = ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in spans)
-    return f"{text} ({len(ranks)} ranks)" if len(ranks) > 1 else text
-
-
 @main.command(name="diagnose")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--top", default=3, show_default=True, help="How many causes to show.")
-@click.pass_obj
-def diagnose_logs(session, paths, as_json, top):
-    """Triage real failure logs (files or directories): likely causes, evidence, culprits."""
-    from . import diagnose, scenario as scenarios
-    from .causes import CAUSES_BY_ID
-    from .serial import to_dict
+@click.pass_context
+def diagnose_logs(ctx, paths, as_json, top):
+    """Triage real failure logs: likely causes, evidence, culprit.
 
-    learned = diagnose.learned_counts(session.store.recordings(kind="run"), scenarios.cause_of_each())
-    found = diagnose.diagnose(list(paths), learned)
+    PATHS are files or directories; '-' (or no path, with a pipe on standard input) reads
+    standard input. The recording store is read only if its file exists, and never created.
+
+    Exit codes: 0 causes found; 1 no known signature (nothing the catalog knows, or only
+    failures outside it); 2 bad input.
+    """
+    from . import diagnose
+    from .reports import triage
+
+    stdin = sys.stdin.buffer
+    if not paths and stdin.isatty():
+        raise BadInput("no logs given: name files or directories, or pipe a log in ('-' reads standard input)")
+    found = diagnose.triage(list(paths), ctx.find_root().params.get("db"), stdin)
     if as_json:
-        _emit_json(to_dict(found))
-        return
-    click.echo(f"Read {found.files} file(s), {found.bytes / 1e6:.1f} MB.")
-    for note in found.notes:
-        click.echo(f"  note: {note}")
-    if not found.causes:
-        click.echo("\nNo known signature. Error lines found:" if found.error_lines else "\nNo known signature, and no error line.")
-        for item in found.error_lines:
-            click.echo(f"  {item.path}:{item.line_number}: {item.line[:200]}")
-        return
-    click.echo("\nLikely causes:")
-    for position, ranked in enumerate(found.causes[:top], 1):
-        click.echo(f"  {position}. {ranked.cause} ({ranked.confidence:.0%}): {CAUSES_BY_ID[ranked.cause].title}")
-        for item in [e for e in found.evidence if e.signature in ranked.signatures][:4]:
-            where = f"rank {item.rank}" if item.rank is not None else "?"
-            click.echo(f"       {item.path}:{item.line_number} [{where}] {item.line[:160]}")
-    click.echo(f"\nCulprits (their own errors): {_rank_ranges(found.culprits) or 'none told apart'}")
-    click.echo(f"Victims (waiting on others, or their connections cut): {_rank_ranges(found.victims) or 'none told apart'}")
-    if found.silent:
-        click.echo(f"Silent (no error of their own: torn down or still waiting): {_rank_ranges(found.silent)}")
-    if found.next_check:
-        click.echo(f"\nNext check: {found.next_check}")
+        _emit_json(triage.diagnosis_json(found))
+    else:
+        click.echo(triage.diagnosis_text(found, top))
+    ctx.exit(found.exit_code)
 
 
 @main.command(name="diagnose-accuracy")
 @click.argument("case_files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
 def diagnose_accuracy(case_files, as_json):
-    """Top-1 / top-3 accuracy of diagnose on logs whose cause is known (YAML case lists)."""
-    from tabulate import tabulate
-
+    """How well diagnose names the known cause and culprit of logs whose cause is known (YAML case
+    lists): top-1 / top-3, culprit named at rank and node level, "not in the catalog" answered right."""
     from . import triage_accuracy
+    from .reports import triage
 
-    accuracy = triage_accuracy.evaluate([case for path in case_files for case in triage_accuracy.load_cases(path)])
-    rows = [[result.case.log.name, result.case.cause, result.position or "-", ", ".join(result.ranked[:3]) or "(none)"]
-            for result in accuracy.results]
+    accuracy = triage_accuracy.measure(list(case_files))
     if as_json:
-        _emit_json({"cases": len(rows), "causes": len(accuracy.causes), "top1": accuracy.top(1),
-                    "top3": accuracy.top(3), "results": [dict(zip(("log", "cause", "position", "ranked"), row))
-                                                          for row in rows]})
-        return
-    click.echo(tabulate(rows, headers=["log", "known cause", "ranked", "diagnose's top 3"]))
-    click.echo(f"\n{len(rows)} cases, {len(accuracy.causes)} causes: top-1 {accuracy.top(1):.1%}, "
-               f"top-3 {accuracy.top(3):.1%}")
+        _emit_json(triage.accuracy_json(accuracy))
+    else:
+        click.echo(triage.accuracy_text(accuracy))
 
 
 if __name__ == "__main__":

@@ -87,6 +87,11 @@ class Diagnosis:
     files: int
     bytes: int
 
+    @property
+    def exit_code(self) -> int:
+        """0: causes found; 1: no known signature (nothing the catalog knows, or only failures outside it)."""
+        return 0 if self.causes else 1
+
     def answers(self) -> tuple[str, ...]:
         """Answers best first, "not in the catalog" among them: first when it is more likely than
         all the catalog's causes together, else after the causes more likely than it."""
@@ -326,7 +331,10 @@ def learned_counts_from_store(path: Path, cause_of: dict[str, str]) -> dict[str,
     class _ReadOnly(Store):
         def __init__(self) -> None:  # the store's readers, over a connection that cannot write
             self.path = path
-            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+            # Without a write-ahead log beside it nobody is writing: read the file as it is, leaving
+            # no -wal/-shm files behind; with one, read through it (those files exist already).
+            quiet = "" if Path(f"{path}-wal").exists() else "&immutable=1"
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro{quiet}", uri=True, timeout=30)
 
     try:
         store = _ReadOnly()
@@ -338,12 +346,23 @@ def learned_counts_from_store(path: Path, cause_of: dict[str, str]) -> dict[str,
         raise BadInput(f"{path}: cannot read the recording store: {error}") from None
 
 
+def triage(paths: list[Path], store_path: Path | None, stdin=None) -> Diagnosis:
+    """`faultlab diagnose`: counts learned from the store (only if its file exists), then diagnose.
+    No path reads standard input."""
+    from .scenario import cause_of_each
+    from .store import default_path
+
+    learned = learned_counts_from_store(Path(store_path) if store_path else default_path(), cause_of_each())
+    return diagnose(paths or [Path(STDIN)], learned, stdin=stdin)
+
+
 def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | None = None,
              workers: int | None = None, stdin=None) -> Diagnosis:
     """Triage the logs at `paths` ("-" for `stdin`, a binary stream). `cause_counts[signature][cause]`
     counts recordings in which the signature appeared with that cause: evidence learned from the store."""
     scans, notes = [], []
-    if any(str(path) == STDIN for path in paths):
+    reads_stdin = any(str(path) == STDIN for path in paths)
+    if reads_stdin:
         if stdin is None:
             raise BadInput("-: standard input is not available here")
         scans.append(_scan_stream(stdin, "<stdin>"))
@@ -352,10 +371,10 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
         raise BadInput("; ".join(missing))
     scans += _scan_all(files, workers)
     notes += file_notes + missing + [scan.note for scan in scans if scan.note]
-    return _assemble(scans, files, notes, cause_counts)
+    return _assemble(scans, files, notes, cause_counts, inputs=len(files) + reads_stdin)
 
 
-def _assemble(scans, files, notes, cause_counts) -> Diagnosis:
+def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
     evidence = [item for scan in scans for item in scan.evidence]
     seen_on: dict[int, set[str]] = collections.defaultdict(set)
     for item in evidence:
@@ -379,7 +398,7 @@ def _assemble(scans, files, notes, cause_counts) -> Diagnosis:
         victims=victims, silent=tuple(sorted(named_by_file - set(seen_on))), culprit=culprit,
         culprit_node=culprit_node, culprit_reason=why, reasons=ranking.reasons, outside=ranking.outside,
         error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
-        next_check=_next_check(causes), notes=tuple(notes), files=len(files), bytes=sum(scan.size for scan in scans),
+        next_check=_next_check(causes), notes=tuple(notes), files=inputs, bytes=sum(scan.size for scan in scans),
     )
 
 

@@ -112,3 +112,8 @@ def evaluate(cases: list[Case]) -> Accuracy:
         found = diagnose([case.log])
         results.append(CaseResult(case, found.answers(), found.culprit, found.culprit_node))
     return Accuracy(tuple(results))
+
+
+def measure(case_files: list[Path]) -> Accuracy:
+    """`faultlab diagnose-accuracy`: every case of every file, measured together."""
+    return evaluate([case for path in case_files for case in load_cases(Path(path))])

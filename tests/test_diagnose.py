@@ -163,7 +163,8 @@ def test_rank_lists_are_ranges(cli, tmp_path):
                   for r in range(512) if r != 300)
     )
     result = cli("diagnose", tmp_path)
-    assert "Culprits (their own errors): 300\n" in result.output
+    assert "Culprit: rank 300 (the only rank with an error of its own)\n" in result.output
+    assert "Ranks with errors of their own: 300\n" in result.output
     assert "Victims (waiting on others, or their connections cut): 0-299, 301-511 (511 ranks)" in result.output
 
 

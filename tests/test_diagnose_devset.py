@@ -10,7 +10,7 @@ from conftest import ROOT
 DEVSET = ROOT / "tests" / "diagnose_devset"
 
 
-SETS = ["cases.yaml", "heldout.yaml", "heldout-2.yaml", "heldout-3.yaml"]
+SETS = ["cases.yaml", "cases-2.yaml", "heldout.yaml", "heldout-2.yaml", "heldout-3.yaml", "heldout-4.yaml"]
 
 
 @pytest.mark.parametrize("name", SETS)

@@ -1,0 +1,162 @@
+"""diagnose decides from facts around a line, not its wording alone: rules, side effects,
+absence, cross-rank comparison, calibrated confidence; and the command's behaviour for scripts."""
+
+import os
+
+import pytest
+
+from faultlab import cause_rules, diagnose
+from faultlab.errors import ExitCode
+from faultlab.symptoms import SIGNATURES_BY_ID
+
+
+def _diagnose(tmp_path, text: str, name: str = "job.log"):
+    (tmp_path / name).write_text(text)
+    return diagnose.diagnose([tmp_path / name])
+
+
+def test_every_rule_reads_a_known_signature_with_a_known_test():
+    for rule in cause_rules.RULES:
+        assert rule.signature in SIGNATURES_BY_ID and rule.when in cause_rules.FACT_TESTS, rule
+        assert rule.why, rule
+
+
+def test_set_device_of_the_global_rank_reads_as_rank_as_device_id(tmp_path):
+    found = _diagnose(tmp_path, "[rank1]:     torch.cuda.set_device(rank)\n"
+                                "[rank1]: torch.AcceleratorError: CUDA error: invalid device ordinal\n")
+    assert found.causes[0].cause == "rank-as-device-id"
+    found = _diagnose(tmp_path, "[rank1]:     torch.cuda.set_device(local_rank)\n"
+                                "[rank1]: torch.AcceleratorError: CUDA error: invalid device ordinal\n")
+    assert found.causes[0].cause == "too-few-gpus"
+
+
+def test_a_refused_loopback_address_is_an_interface_problem_not_a_port(tmp_path):
+    refused_loopback = ("RuntimeError: Gloo connectFullMesh failed with [pair.cc:152] timed out connecting: "
+                        "SO_ERROR: Connection refused, remote=[127.0.0.1]:41951 (rank=8, size=16, local=[127.0.0.1])\n")
+    assert _diagnose(tmp_path, refused_loopback).causes[0].cause == "wrong-socket-interface"
+    refused_master = ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [10.1.2.3]:29501 "
+                      "(errno: 111 - Connection refused).\n")
+    assert _diagnose(tmp_path, refused_master).causes[0].cause == "wrong-master-port"
+
+
+def test_a_name_that_does_not_resolve_is_a_wrong_master_addr(tmp_path):
+    found = _diagnose(tmp_path, "[W socket.cpp:767] [c10d] The IPv6 network addresses of (job-7.internal, 50745) "
+                                "cannot be retrieved (gai error: -2 - Name or service not known).\n")
+    assert found.causes[0].cause == "wrong-master-addr"
+
+
+def test_shm_create_out_of_space_differs_from_a_failed_attach(tmp_path):
+    full = _diagnose(tmp_path, "host:1:2 [0] misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment "
+                               "/dev/shm/nccl-WU88OE (size 9637888), error: No space left on device (28)\n")
+    attach = _diagnose(tmp_path, "host:1:2 [0] misc/shmutils.cc:129 NCCL WARN Error while attaching to shared memory "
+                                 "segment /dev/shm/nccl-glnlGK (size 14156128), error: No such file or directory (2)\n")
+    assert full.causes[0].cause == "shm-exhausted" and full.unknown < 0.1
+    assert attach.answers()[0] == diagnose.NOT_IN_CATALOG and attach.unknown > 0.5
+
+
+def test_an_exit_warning_after_a_crash_never_outranks_the_crash(tmp_path):
+    found = _diagnose(tmp_path, (
+        "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        + "".join(f"[rank{r}]:[W ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called "
+                  "before program exit, which can leak resources.\n" for r in range(4))))
+    assert found.causes[0].cause == "rank-crash"
+    assert [c.cause for c in found.causes].index("missing-destroy-process-group") > 0
+
+
+def test_the_worker_the_launcher_did_not_terminate_is_the_culprit(tmp_path):
+    found = _diagnose(tmp_path, "".join(
+        f"W0219 09:17:03.837000 140066 torch/distributed/elastic/multiprocessing/api.py:858] Sending process {pid} "
+        "closing signal SIGTERM\n" for pid in (2448006, 2448007, 2448009, 2448010)))
+    assert found.culprit == 2 and "2448008" in found.culprit_reason
+
+
+def test_a_failed_workers_exit_line_names_the_culprit(tmp_path):
+    found = _diagnose(tmp_path, (
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 1167 closing signal SIGTERM\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 1168) of binary: py\n"))
+    assert found.causes[0].cause == "rank-crash" and found.culprit == 1
+
+
+def test_ranks_stuck_in_different_collectives_are_a_mismatch(tmp_path):
+    line = ("[rank{r}]:[E ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 ms\n")
+    agree = "".join(line.format(r=r, seq=5, op="ALLREDUCE") for r in range(4))
+    disagree = "".join(line.format(r=r, seq=5 if r else 6, op="ALLREDUCE" if r else "BROADCAST") for r in range(4))
+    assert _diagnose(tmp_path, agree).causes[0].cause == "straggler-rank"
+    found = _diagnose(tmp_path, disagree)
+    assert found.causes[0].cause == "collective-mismatch"
+    assert any("disagree" in reason for reason in found.reasons)
+
+
+def test_one_ambiguous_line_never_shows_certainty(tmp_path):
+    for line in ("RuntimeError: CUDA error: invalid device ordinal", "Duplicate GPU detected : rank 1 and rank 0",
+                 "RuntimeError: Address already in use", "NCCL WARN NET/IB : Got completion with error 12"):
+        found = _diagnose(tmp_path, line + "\n")
+        assert found.causes and found.causes[0].confidence <= 0.95 and found.unknown >= 0.05, line
+        assert sum(c.confidence for c in found.causes) + found.unknown == pytest.approx(1, abs=0.01)
+
+
+def test_a_bare_system_error_is_answered_as_not_in_the_catalog(tmp_path):
+    found = _diagnose(tmp_path, "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:272, unhandled system error\n")
+    assert found.answers()[0] == diagnose.NOT_IN_CATALOG and "shm-exhausted" in found.answers()[:3]
+
+
+def test_known_failures_outside_the_catalog_are_named_and_exit_1(tmp_path, cli):
+    (tmp_path / "job.log").write_text("Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for "
+                                      "CUDA runtime version'\n")
+    result = cli("diagnose", tmp_path / "job.log")
+    assert result.exit_code == 1 and "outside the catalog" in result.output
+    assert "Culprit" not in result.output  # no rank structure, no culprit section
+
+
+def test_exit_codes_for_scripts(tmp_path, cli):
+    (tmp_path / "found.log").write_text("RuntimeError: Address already in use\n")
+    (tmp_path / "nothing.log").write_text("step 1\nstep 2\n")
+    assert cli("diagnose", tmp_path / "found.log").exit_code == 0
+    assert cli("diagnose", tmp_path / "nothing.log").exit_code == 1
+    assert cli("diagnose", tmp_path / "nowhere.log").exit_code == ExitCode.BAD_INPUT
+    assert "0 causes found; 1 no known signature" in cli("diagnose", "--help").output
+
+
+def test_standard_input_is_read_with_a_dash_or_a_pipe(tmp_path, db):
+    from click.testing import CliRunner
+
+    from faultlab.cli import main
+
+    runner = CliRunner()
+    for args in (["diagnose", "-"], ["diagnose"]):
+        result = runner.invoke(main, args, input="[rank3]: KeyError: 'LOCAL_RANK'\n")
+        assert result.exit_code == 0, result.output
+        assert "no-launcher" in result.output and "<stdin>:1 [rank 3]" in result.output
+
+
+def test_diagnose_never_creates_the_store(tmp_path, cli, monkeypatch):
+    store = tmp_path / "not-yet" / "deeper" / "faultlab.db"
+    monkeypatch.setenv("FAULTLAB_DB", str(store))
+    (tmp_path / "job.log").write_text("RuntimeError: Address already in use\n")
+    from click.testing import CliRunner
+
+    from faultlab.cli import main
+
+    assert CliRunner().invoke(main, ["diagnose", str(tmp_path / "job.log")]).exit_code == 0
+    assert not (tmp_path / "not-yet").exists()
+
+
+def test_an_existing_store_is_read_without_writing(tmp_path, monkeypatch):
+    from faultlab.store import Store
+
+    path = tmp_path / "faultlab.db"
+    Store(path).close()
+    before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    os.chmod(path, 0o444)
+    (tmp_path / "job.log").write_text("RuntimeError: Address already in use\n")
+    found = diagnose.triage([tmp_path / "job.log"], path)
+    assert found.causes[0].cause == "port-in-use"
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir() if p.name != "job.log"} == before
+
+
+def test_a_huge_line_is_cut_around_the_deciding_words(tmp_path, cli):
+    (tmp_path / "job.log").write_text("x" * 50_000 + " RuntimeError: Address already in use " + "y" * 50_000 + "\n")
+    result = cli("diagnose", tmp_path / "job.log")
+    shown = next(line for line in result.output.splitlines() if "Address already in use" in line)
+    assert len(shown) < 500 and "…" in shown
