@@ -35,6 +35,10 @@ ERRORS = (
     "[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60\n"
 )
 
+WATCHDOG = ("[rank{rank}]:[E1206 18:44:12.{usec:06d}346 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=466119168, "
+            "NumelOut=466119168, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n")
+
 MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
@@ -85,6 +89,18 @@ def main() -> None:
         megabytes = result["bytes"] / 1e6
         print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}"
               "  (one error on every line)")
+        # The same flood as real logs write it: every line differs (timestamp, rank, sequence number).
+        with open(flood, "wb") as out:
+            written, number = 0, 0
+            while written < size << 20:
+                lines = "".join(WATCHDOG.format(rank=n % 512, usec=n % 1000000, seq=1580 + n // 512)
+                                for n in range(number, number + 10000)).encode()
+                out.write(lines)
+                written, number = written + len(lines), number + 10000
+        result = measure(flood)
+        megabytes = result["bytes"] / 1e6
+        print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}"
+              "  (an error on every line, every line different)")
         flood.unlink()
         ranks = Path(work) / "ranks"
         ranks.mkdir()

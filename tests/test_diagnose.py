@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from faultlab import diagnose
+from faultlab import diagnose, log_scan
 from faultlab.errors import ExitCode
 
 from conftest import ROOT
@@ -63,11 +63,11 @@ def test_long_file_streams_across_blocks(tmp_path):
     path = tmp_path / "rank0.log"
     filler = b"x" * 200 + b"\n"
     with open(path, "wb") as out:
-        out.write(filler * (diagnose.BLOCK_BYTES // len(filler) + 10))
+        out.write(filler * (log_scan.BLOCK_BYTES // len(filler) + 10))
         out.write(b"[rank0]: ValueError: trying to initialize the default process group twice!\n")
     found = diagnose.diagnose([path])
     hit = next(e for e in found.evidence if e.signature == "default-pg-twice")
-    assert hit.line_number == diagnose.BLOCK_BYTES // len(filler) + 11
+    assert hit.line_number == log_scan.BLOCK_BYTES // len(filler) + 11
 
 
 def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
@@ -78,9 +78,9 @@ def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
     fast = diagnose.diagnose([tmp_path])
     slow_finders = {}
     for with_errors in (True, False):
-        slow_finders[with_errors] = diagnose._LiteralFinder(diagnose._finder(with_errors).literals)
+        slow_finders[with_errors] = log_scan._LiteralFinder(log_scan._finder(with_errors).literals)
         slow_finders[with_errors].database = None
-    monkeypatch.setattr(diagnose, "_FINDERS", slow_finders)
+    monkeypatch.setattr(log_scan, "_FINDERS", slow_finders)
     slow = diagnose.diagnose([tmp_path])
     assert fast.evidence == slow.evidence and fast.causes == slow.causes
 
@@ -198,28 +198,45 @@ def test_mpirun_and_srun_rank_labels(tmp_path):
 def test_processes_find_what_one_process_finds(tmp_path, monkeypatch):
     pools = []
 
-    class CountedPool(diagnose.ProcessPoolExecutor):
+    class CountedPool(log_scan.ProcessPoolExecutor):
         def __init__(self, *args, **kwargs):
             pools.append(kwargs["max_workers"])
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(diagnose, "ProcessPoolExecutor", CountedPool)
+    monkeypatch.setattr(log_scan, "ProcessPoolExecutor", CountedPool)
     line = b"step 1200 loss 2.3141 lr 0.000300 tokens/s 181234\n"
-    filler = line * (diagnose.PARALLEL_MIN_BYTES // 3 // len(line) + 1)
+    filler = line * (log_scan.PARALLEL_MIN_BYTES // 3 // len(line) + 1)
     for rank in range(3):
         tail = ("[rank1]: RuntimeError: corrupt sample in shard 1\n" if rank == 1 else
                 f"[rank{rank}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /x/1\n")
         (tmp_path / f"rank{rank}.log").write_bytes(filler + tail.encode())
     serial, parallel = diagnose.diagnose([tmp_path], workers=1), diagnose.diagnose([tmp_path], workers=2)
-    assert parallel.bytes > diagnose.PARALLEL_MIN_BYTES and pools == [2]
+    assert parallel.bytes > log_scan.PARALLEL_MIN_BYTES and pools == [2]
     assert parallel == serial and parallel.culprits == (1,) and parallel.causes[0].cause == "rank-crash"
 
 
 def test_a_repeated_error_keeps_its_first_lines_with_their_numbers(tmp_path):
     line = b"[rank3]:[E1206 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: x\n"
-    count = diagnose.BLOCK_BYTES // len(line) * 2  # spans several blocks
+    count = log_scan.BLOCK_BYTES // len(line) * 2  # spans several blocks
     (tmp_path / "job.log").write_bytes(b"starting\n" + line * count)
     found = diagnose.diagnose([tmp_path])
     timeouts = [e for e in found.evidence if e.signature == "collective-timeout"]
     assert [(e.rank, e.line_number) for e in timeouts] == [(3, 2), (3, 3), (3, 4)]
     assert found.victims == (3,)
+
+
+def test_a_block_of_few_repeated_lines_reads_as_the_line_by_line_scan(tmp_path, monkeypatch):
+    """The shortcut for a flooding error keeps exactly the lines, ranks and numbers the plain scan keeps."""
+    flood = b"".join(
+        b"[rank%d]:[E ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught collective operation timeout: x\n" % (r % 3, r % 3)
+        + (b"[rank1]: RuntimeError: Address already in use\n" if r == 5000 else b"") for r in range(40000))
+    text = b"starting\n" + flood + b"step 9\n" + flood
+    (tmp_path / "job.log").write_bytes(text)
+    shortcut = diagnose.diagnose([tmp_path])
+    monkeypatch.setattr(log_scan, "REPETITION", 10**9)  # no block is repetitive enough: never the shortcut
+    plain = diagnose.diagnose([tmp_path])
+    assert shortcut == plain
+    numbers = [n for n, line in enumerate(text.splitlines(), 1) if b"Address already" in line]
+    assert [(e.rank, e.line_number) for e in plain.evidence if e.signature == "address-in-use"] == [(1, n) for n in numbers]
+    assert [(e.rank, e.line_number) for e in plain.evidence if e.signature == "collective-timeout"] == [
+        (0, 2), (1, 3), (2, 4), (0, 5), (1, 6), (2, 7), (0, 8), (1, 9), (2, 10)]

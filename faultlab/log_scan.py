@@ -1,0 +1,320 @@
+"""Streaming the logs: literal search, kept lines per signature and rank, files and processes.
+
+Logs are streamed in large blocks (memory stays flat however big the input): each
+signature has literal fragments that any matching line must contain. One multi-literal
+pass over a block finds them all (Hyperscan, where installed; else one bytes.find pass per
+fragment, several times slower: benchmarks/bench_diagnose.py); only lines holding a fragment,
+and only while they can still be kept, are decoded and matched against the full pattern.
+Ranks are read from `[rankN]:`-style prefixes, or from the file's name and path (rank3.log,
+rank_3/stderr.txt). Large inputs are shared out to forked processes, whole files each.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import re
+import stat
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from .symptoms import SIGNATURES, SIGNATURES_BY_ID
+
+BLOCK_BYTES = 4 << 20
+BINARY_SNIFF_BYTES = 4096
+PARALLEL_MIN_BYTES = 32 << 20  # below this, starting processes costs more than it saves
+MAX_WORKERS = 16
+LINE_WINDOW = 2000  # characters kept of a huge line, around what matched
+LINE_CACHE_SIZE = 4096  # distinct lines remembered per file: a repeated error is decoded once
+DENSITY_PROBE = 64 << 10  # bytes of a block probed for how often lines match
+DENSE_BYTES_PER_HIT = 400  # denser than a hit per 400 bytes: see whether a few lines repeat
+REPETITION = 20  # a block is "a few lines repeated" with at most one distinct line per 20
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# torch's [rankN]: and [Rank N], mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ".
+RANK_PREFIX = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]|^\[\d+,(\d+)\]<std(?:out|err)>:"
+                         r"|^\s*(\d+): ")
+RANK_PREFIX_BYTES = re.compile(RANK_PREFIX.pattern.encode())
+RANK_PREFIX_REACH = 160
+RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$)")
+NODE_IN_PATH = re.compile(r"(?:^|[/_.-])node[_-]?(\d+)(?:[/_.-]|$)")
+# Lines worth showing when no signature is known: found by the same literal search.
+ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
+                   b"Timed out", b"FATAL", b"fatal")
+ERROR_LINES_KEPT = 20
+ERROR_LINE = "error-line"  # the finder's label for them
+ERROR_WORD = re.compile("rror|ailed|xception|atal|imed out")
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    signature: str
+    path: str
+    line_number: int
+    rank: int | None
+    line: str
+
+
+
+def number_in(pattern: re.Pattern, text: str) -> int | None:
+    match = pattern.search(text.replace(os.sep, "/"))
+    return int(next(group for group in match.groups() if group is not None)) if match else None
+
+
+def _rank_of_line(line: str) -> int | None:
+    match = RANK_PREFIX.search(line)
+    return int(next(group for group in match.groups() if group is not None)) if match else None
+
+
+@dataclasses.dataclass
+class _FileScan:
+    evidence: list[Evidence]
+    error_lines: list[Evidence]
+    note: str | None
+    size: int
+
+
+def _scan_file(path: str) -> _FileScan:
+    try:
+        with open(path, "rb") as stream:
+            return scan_stream(stream, path)
+    except OSError as error:
+        return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0)
+
+
+def scan_stream(stream, path: str) -> _FileScan:
+    """Stream one input; keep a few lines per signature and rank."""
+    head = stream.read(BINARY_SNIFF_BYTES)
+    if not head:
+        return _FileScan([], [], f"{path}: empty", 0)
+    if b"\0" in head:
+        return _FileScan([], [], f"{path}: binary, skipped", 0)
+    state = _BlockState(path, number_in(RANK_IN_PATH, path))
+    carry, block, size = b"", head, 0
+    while block:
+        size += len(block)
+        data = carry + block
+        cut = data.rfind(b"\n") + 1
+        complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
+        state.scan(complete)
+        block = stream.read(BLOCK_BYTES)
+    if carry:
+        state.scan(carry + b"\n")
+    return _FileScan(state.evidence, state.errors, None, size)
+
+
+class _LiteralFinder:
+    """Every (offset, label) where one of the literals occurs in a block, in one pass."""
+
+    def __init__(self, literals: list[tuple[bytes, str]]) -> None:
+        self.literals = literals
+        self.database = None
+        self.scratch = None  # Hyperscan's scratch space, made on first use (in each forked process's copy)
+        try:
+            import hyperscan
+        except ImportError:  # optional: the pure-Python search gives the same hits, slower
+            return
+        self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self.database.compile(
+            expressions=[re.escape(literal.decode()).encode() for literal, _ in literals],
+            ids=list(range(len(literals))),
+        )
+
+    def find(self, block: bytes) -> list[tuple[int, str]]:
+        found: list[tuple[int, str]] = []
+        if self.database is not None:
+            literals = self.literals
+
+            def on_match(index, start, end, flags, context):
+                found.append((end - len(literals[index][0]), literals[index][1]))
+
+            if self.scratch is None:
+                import hyperscan
+
+                self.scratch = hyperscan.Scratch(self.database)
+            self.database.scan(block, match_event_handler=on_match, scratch=self.scratch)
+            return found
+        for literal, label in self.literals:
+            start = block.find(literal)
+            while start != -1:
+                found.append((start, label))
+                start = block.find(literal, start + 1)
+        return sorted(found)  # in offset order, as Hyperscan reports them
+
+
+_FINDERS: dict[bool, _LiteralFinder] = {}
+KEEP = {signature.id: signature.keep for signature in SIGNATURES}
+
+
+def _finder(with_error_lines: bool = True) -> _LiteralFinder:
+    """The literal search; without the error fragments once a file's error lines are all kept."""
+    if with_error_lines not in _FINDERS:
+        literals = [(literal.encode(), signature.id) for signature in SIGNATURES for literal in signature.literals]
+        if with_error_lines:
+            literals += [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS]
+        _FINDERS[with_error_lines] = _LiteralFinder(literals)
+    return _FINDERS[with_error_lines]
+
+
+def _window(line: str, regex: re.Pattern) -> str:
+    """A huge line cut around what matched, so the deciding words stay."""
+    if len(line) <= LINE_WINDOW:
+        return line
+    match = regex.search(line)
+    start = max(0, (match.start() if match else 0) - LINE_WINDOW // 4)
+    return ("…" if start else "") + line[start:start + LINE_WINDOW] + ("…" if start + LINE_WINDOW < len(line) else "")
+
+
+class _BlockState:
+    """One input's scan: kept lines, counts per (signature, rank), line numbers so far."""
+
+    def __init__(self, path: str, file_rank: int | None) -> None:
+        self.path, self.file_rank = path, file_rank
+        self.kept: collections.Counter = collections.Counter()
+        self.evidence: list[Evidence] = []
+        self.errors: list[Evidence] = []
+        self.line_base = 0
+        self.cache: dict[bytes, tuple] = {}  # raw line -> (text, rank of the line, signature ids that match)
+
+    def scan(self, block: bytes) -> None:
+        """Evidence and error lines of one block of whole lines.
+
+        A line is decoded and matched only while it can still be kept: once every signature
+        it could match has its lines for that rank, it is skipped unread, and a line seen before
+        is not matched again. A block that repeats a few lines over and over is read as those
+        few lines. Line numbers are counted only for lines that are kept."""
+        want_errors = len(self.errors) < ERROR_LINES_KEPT
+        finder = _finder(want_errors)
+        if len(finder.find(block[:DENSITY_PROBE])) * DENSE_BYTES_PER_HIT > DENSITY_PROBE and self._scan_repetitive(block, finder):
+            return
+        hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> labels
+        for offset, label in finder.find(block):
+            hits[block.rfind(b"\n", 0, offset) + 1].add(label)
+        counted, line_number = 0, self.line_base
+        for start in sorted(hits):
+            labels = hits[start]
+            raw = block[start:block.find(b"\n", start)]
+            if raw not in self.cache and self._saturated(raw, labels):
+                continue
+            line_number += block.count(b"\n", counted, start)
+            counted = start
+            self._take(raw, labels, line_number + 1)
+        self.line_base += block.count(b"\n")
+
+    def _saturated(self, raw: bytes, labels: set[str]) -> bool:
+        """Whether nothing of this line could still be kept (judged from its raw bytes)."""
+        if b"\x1b" in raw or (ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT):
+            return False
+        # A rank prefix sits near the start: look there first (the leftmost match either way).
+        match = RANK_PREFIX_BYTES.search(raw, 0, RANK_PREFIX_REACH) or RANK_PREFIX_BYTES.search(raw)
+        rank = int(match[match.lastindex]) if match else self.file_rank
+        kept = self.kept
+        for label in labels:
+            if label != ERROR_LINE and kept[label, rank] < KEEP[label]:
+                return False
+        return True
+
+    def _scan_repetitive(self, block: bytes, finder: _LiteralFinder) -> bool:
+        """A block of a few lines repeated (one error flooding the log): match each distinct line
+        once and keep the first occurrences, in order. False when the block is not like that."""
+        lines = block.split(b"\n")
+        lines.pop()  # the block ends with a newline
+        distinct = dict.fromkeys(lines)
+        if len(distinct) * REPETITION > len(lines):
+            return False
+        joined = b"\n".join(distinct) + b"\n"
+        labels_of: dict[bytes, set[str]] = collections.defaultdict(set)
+        for offset, label in finder.find(joined):
+            start = joined.rfind(b"\n", 0, offset) + 1
+            labels_of[joined[start:joined.find(b"\n", start)]].add(label)
+        occurrences = []
+        for raw, labels in labels_of.items():
+            wanted = max([SIGNATURES_BY_ID[label].keep for label in labels if label != ERROR_LINE]
+                         + [ERROR_LINES_KEPT if ERROR_LINE in labels else 0])
+            index = -1
+            for _ in range(wanted):
+                try:
+                    index = lines.index(raw, index + 1)
+                except ValueError:
+                    break
+                occurrences.append((index, raw))
+        for index, raw in sorted(occurrences):
+            self._take(raw, labels_of[raw], self.line_base + index + 1)
+        self.line_base += len(lines)
+        return True
+
+    def _take(self, raw: bytes, labels: set[str], line_number: int) -> None:
+        known = self.cache.get(raw)
+        if known is None:
+            known = self._read(raw, labels)
+        text, line_rank, matched = known
+        rank = self.file_rank if line_rank is None else line_rank
+        for signature_id in matched:
+            if self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep:
+                self.kept[signature_id, rank] += 1
+                line = _window(text, SIGNATURES_BY_ID[signature_id].regex)
+                self.evidence.append(Evidence(signature_id, self.path, line_number, rank, line))
+        if ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT:
+            self.errors.append(Evidence(ERROR_LINE, self.path, line_number, rank, _window(text, ERROR_WORD)))
+
+    def _read(self, raw: bytes, labels: set[str]) -> tuple:
+        text = ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+        matched = tuple(sorted(label for label in labels if label != ERROR_LINE
+                               and SIGNATURES_BY_ID[label].regex.search(text)))
+        known = (text, _rank_of_line(text), matched)
+        if len(self.cache) < LINE_CACHE_SIZE:
+            self.cache[raw] = known
+        return known
+
+
+def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
+    """Every regular file under `paths`; notes for what is skipped; the paths that do not exist.
+
+    Only regular files are read: a FIFO or a device among the logs would block or never end."""
+    files, notes, missing = [], [], []
+
+    def add(path: str) -> None:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as error:
+            notes.append(f"{path}: unreadable ({error.strerror or error})")
+            return
+        if stat.S_ISREG(mode):
+            files.append(path)
+        else:
+            notes.append(f"{path}: not a regular file, skipped")
+
+    for path in paths:
+        if path.is_dir():
+            for root, _, names in os.walk(path, onerror=lambda error: notes.append(
+                    f"{error.filename}: unreadable ({error.strerror or error})")):
+                for name in sorted(names):
+                    add(os.path.join(root, name))
+        elif os.path.lexists(path):
+            add(str(path))
+        else:
+            missing.append(f"{path}: no such file or directory")
+    return files, notes, missing
+
+
+def scan_all(files: list[str], workers: int | None) -> list[_FileScan]:
+    """Scan every file: in this process, or across forked processes where there is enough to share.
+
+    The scan is CPU-bound and holds the GIL, so threads only add contention (measured slower
+    than one thread); processes take whole files each. Forking a process that runs other
+    threads is unsafe, so such a caller scans here."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = min(workers or cores, len(files), MAX_WORKERS)
+    total = 0
+    for path in files:
+        with contextlib.suppress(OSError):  # gone since it was listed: _scan_file notes it
+            total += os.path.getsize(path)
+    if workers < 2 or total < PARALLEL_MIN_BYTES or threading.active_count() > 1:
+        return [_scan_file(path) for path in files]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        chunk = max(1, len(files) // (workers * 8))  # many files per task: fewer round trips, still balanced
+        return list(pool.map(_scan_file, files, chunksize=chunk))
+
+
