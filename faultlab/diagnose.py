@@ -187,6 +187,9 @@ def _name_culprit(culprits, victims, facts, evidence) -> tuple[int | None, int |
     elif not culprits and untouched_pid(facts):
         pid, place = untouched_pid(facts)
         rank, why = place, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
+    elif len(facts.awaited_ranks) == 1 and not culprits:
+        rank = next(iter(facts.awaited_ranks))
+        why = f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
     node = None
     if rank is not None:
         nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence if item.rank == rank}

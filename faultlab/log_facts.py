@@ -39,6 +39,7 @@ WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
+AWAITED_KEY = re.compile(r"keys?: \[?'?([^\s,']+?)/(\d+)'?\]?(?:[\s,]|$)")
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
 
 
@@ -83,6 +84,7 @@ class Facts:
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing'
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
+    awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
 
     @property
     def bridge_interfaces(self) -> list[str]:
@@ -176,7 +178,7 @@ READERS = {
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
     "ctx-work-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "ib-completion-error": ("ib",),
-    "nccl-remote-error": ("ib",),
+    "nccl-remote-error": ("ib",), "store-wait-timeout": ("store",),
 }
 NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-connect-timeout", "nccl-connect-failed",
                       "gloo-connect-failed", "name-not-resolved", "server-bind-failed", "address-in-use",
@@ -203,6 +205,8 @@ def read_facts(evidence) -> Facts:
             _read_exits(facts, line)
         if "shm" in readers:
             _read_shm(facts, line)
+        if "store" in readers:
+            facts.awaited_ranks.update(int(rank) for _, rank in AWAITED_KEY.findall(line))
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
         if item.signature in NETWORK_SIGNATURES:

@@ -160,3 +160,10 @@ def test_a_huge_line_is_cut_around_the_deciding_words(tmp_path, cli):
     result = cli("diagnose", tmp_path / "job.log")
     shown = next(line for line in result.output.splitlines() if "Address already in use" in line)
     assert len(shown) < 500 and "…" in shown
+
+
+def test_the_rank_whose_store_key_never_came_is_the_culprit(tmp_path):
+    found = _diagnose(tmp_path, "".join(
+        f"[rank{r}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cuda//0/2\n"
+        for r in (0, 1, 3)))
+    assert found.culprit == 2 and "rank 2's key" in found.culprit_reason and found.victims == (0, 1, 3)
