@@ -190,13 +190,23 @@ def _name_culprit(culprits, victims, facts, evidence) -> tuple[int | None, int |
     elif len(facts.awaited_ranks) == 1 and not culprits:
         rank = next(iter(facts.awaited_ranks))
         why = f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
-    node = None
-    if rank is not None:
-        nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence if item.rank == rank}
-        node = nodes.pop() if len(nodes) == 1 else None
-        if node is None and facts.per_node and (facts.nodes or 0) > 1:
-            node = rank // facts.per_node
+    if rank is None:
+        return None, *_culprit_node(evidence)
+    nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence if item.rank == rank}
+    node = nodes.pop() if len(nodes) == 1 else None
+    if node is None and facts.per_node and (facts.nodes or 0) > 1:
+        node = rank // facts.per_node
     return rank, node, why
+
+
+def _culprit_node(evidence) -> tuple[int | None, str]:
+    """With no rank singled out: the one node whose logs show an error of its own, if only one does."""
+    nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence
+             if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)}
+    nodes.discard(None)
+    if len(nodes) == 1:
+        return nodes.pop(), "the only node whose logs show an error of its own"
+    return None, ""
 
 
 def _next_check(causes) -> str:

@@ -89,11 +89,16 @@ def _outside(found) -> list[str]:
 
 def _ranks(found) -> list[str]:
     """Culprit and victims, only for logs that show ranks at all."""
-    if not (found.culprits or found.victims or found.silent or found.culprit is not None):
+    if not (found.culprits or found.victims or found.silent or found.culprit is not None
+            or found.culprit_node is not None):
         return []
-    lines = ["\n" + (f"Culprit: rank {found.culprit}" + (f" on node {found.culprit_node}" if found.culprit_node is not None
-                                                           else "") + f" ({found.culprit_reason})"
-                     if found.culprit is not None else "Culprit: not singled out")]
+    if found.culprit is not None:
+        node = f" on node {found.culprit_node}" if found.culprit_node is not None else ""
+        lines = [f"\nCulprit: rank {found.culprit}{node} ({found.culprit_reason})"]
+    elif found.culprit_node is not None:
+        lines = [f"\nCulprit: node {found.culprit_node} ({found.culprit_reason})"]
+    else:
+        lines = ["\nCulprit: not singled out"]
     if found.culprits:
         lines.append(f"Ranks with errors of their own: {rank_ranges(found.culprits)}")
     if found.victims:
