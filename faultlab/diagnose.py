@@ -190,6 +190,9 @@ def _name_culprit(culprits, victims, facts, evidence) -> tuple[int | None, int |
     elif len(facts.awaited_ranks) == 1 and not culprits:
         rank = next(iter(facts.awaited_ranks))
         why = f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
+    elif not culprits and len(victims) >= 2 and len(_missing_ranks(victims, facts)) == 1:
+        rank = _missing_ranks(victims, facts)[0]
+        why = f"every other rank reported waiting; rank {rank} alone said nothing"
     if rank is None:
         return None, *_culprit_node(evidence)
     nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence if item.rank == rank}
@@ -197,6 +200,11 @@ def _name_culprit(culprits, victims, facts, evidence) -> tuple[int | None, int |
     if node is None and facts.per_node and (facts.nodes or 0) > 1:
         node = rank // facts.per_node
     return rank, node, why
+
+
+def _missing_ranks(victims, facts) -> list[int]:
+    """Ranks of the job (its world size, else up to the highest rank seen) that never logged."""
+    return sorted(set(range(facts.world_size or max(victims) + 1)) - set(victims))
 
 
 def _culprit_node(evidence) -> tuple[int | None, str]:

@@ -26,6 +26,7 @@ from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
 BLOCK_BYTES = 4 << 20
 BINARY_SNIFF_BYTES = 4096
+SOURCE_SUFFIXES = (".py",)
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting processes costs more than it saves
 MAX_WORKERS = 16
 LINE_WINDOW = 2000  # characters kept of a huge line, around what matched
@@ -291,6 +292,9 @@ def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
             for root, _, names in os.walk(path, onerror=lambda error: notes.append(
                     f"{error.filename}: unreadable ({error.strerror or error})")):
                 for name in sorted(names):
+                    if name.endswith(SOURCE_SUFFIXES):  # a run directory's copy of the script is not a log
+                        notes.append(f"{os.path.join(root, name)}: source code, skipped")
+                        continue
                     add(os.path.join(root, name))
         elif os.path.lexists(path):
             add(str(path))

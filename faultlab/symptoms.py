@@ -206,8 +206,9 @@ SIGNATURES: tuple[Signature, ...] = (
       r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set"
       r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|GROUP_RANK)'"
       r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
-      r"|environ\[['\"](?:RANK|LOCAL_RANK|WORLD_SIZE)['\"]\]", "culprit",
-      "The script was not started by torchrun or another launcher (or the launcher variables were wiped).",
+      r"|^(?:\[rank\d+\]: )?\s+.*environ\[['\"](?:RANK|LOCAL_RANK|WORLD_SIZE)['\"]\]", "culprit",
+      "The script was not started by torchrun or another launcher (or the launcher variables were wiped); "
+      "a traceback cut short may end at the indented line that read the variable.",
       literals=("expected, but not set", "KeyError: 'RANK'", "KeyError: 'LOCAL_RANK'", "KeyError: 'WORLD_SIZE'",
                 "KeyError: 'LOCAL_WORLD_SIZE'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'", "_env_error(",
                 "environ['RANK']", 'environ["RANK"]', "environ['LOCAL_RANK']", 'environ["LOCAL_RANK"]',

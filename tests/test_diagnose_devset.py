@@ -29,6 +29,16 @@ def test_development_set_accuracy():
     misses = [(r.case.log.name, r.case.cause, r.ranked[:3]) for r in accuracy.results if r.position != 1]
     assert accuracy.top(1) >= 0.85, misses
     assert accuracy.top(3) >= 0.95, misses
+    culprits_named, culprit_cases = accuracy.culprit("rank")
+    assert culprit_cases >= 5 and culprits_named / culprit_cases >= 0.8
+    unknown_right, unknown_cases = accuracy.unknown
+    assert unknown_cases >= 10 and unknown_right / unknown_cases >= 0.75
+
+
+def test_live_runs_name_their_culprit_node():
+    """faultlab's own live runs: the only cases that name a node (see the header of live-runs.yaml)."""
+    accuracy = triage_accuracy.evaluate(triage_accuracy.load_cases(DEVSET / "live-runs.yaml"))
+    assert accuracy.top(1) == 1.0 and accuracy.culprit("node") == (1, 1)
 
 
 def test_a_bad_case_file_is_one_clear_error(tmp_path, cli):

@@ -167,3 +167,10 @@ def test_the_rank_whose_store_key_never_came_is_the_culprit(tmp_path):
         f"[rank{r}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cuda//0/2\n"
         for r in (0, 1, 3)))
     assert found.culprit == 2 and "rank 2's key" in found.culprit_reason and found.victims == (0, 1, 3)
+
+
+def test_the_one_rank_that_never_reported_waiting_is_the_culprit(tmp_path):
+    found = _diagnose(tmp_path, "".join(
+        f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds\n" for r in (1, 2, 3)))
+    assert found.culprit == 0 and found.victims == (1, 2, 3) and "rank 0 alone" in found.culprit_reason
