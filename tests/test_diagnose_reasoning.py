@@ -174,3 +174,11 @@ def test_the_one_rank_that_never_reported_waiting_is_the_culprit(tmp_path):
         f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
         "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds\n" for r in (1, 2, 3)))
     assert found.culprit == 0 and found.victims == (1, 2, 3) and "rank 0 alone" in found.culprit_reason
+
+
+def test_a_healthy_run_directory_has_no_culprit_section(tmp_path, cli):
+    for rank in range(4):
+        (tmp_path / f"node{rank // 2}-local{rank % 2}-rank{rank}.stdout").write_text(f"Rank {rank}: 6.0\n")
+    result = cli("diagnose", tmp_path)
+    assert result.exit_code == 1 and "No known signature, and no error line." in result.output
+    assert "Culprit" not in result.output and "Silent" not in result.output

@@ -88,10 +88,9 @@ def _outside(found) -> list[str]:
 
 
 def _ranks(found) -> list[str]:
-    """Culprit and victims, only for logs that show ranks at all."""
-    if not (found.culprits or found.victims or found.silent or found.culprit is not None
-            or found.culprit_node is not None):
-        return []
+    """Culprit and victims, only for logs whose ranks show a failure."""
+    if not (found.culprits or found.victims or found.culprit is not None or found.culprit_node is not None):
+        return []  # no rank shows a failure: nothing to tell apart
     if found.culprit is not None:
         node = f" on node {found.culprit_node}" if found.culprit_node is not None else ""
         lines = [f"\nCulprit: rank {found.culprit}{node} ({found.culprit_reason})"]
