@@ -32,6 +32,7 @@ MAX_WORKERS = 16
 LINE_WINDOW = 2000  # characters kept of a huge line, around what matched
 LINE_CACHE_SIZE = 4096  # distinct lines remembered per file: a repeated error is decoded once
 DENSITY_PROBE = 64 << 10  # bytes of a block probed for how often lines match
+REPETITIVE_MIN_BYTES = 1 << 20  # smaller blocks are read line by line: the probe would cost more than it saves
 DENSE_BYTES_PER_HIT = 400  # denser than a hit per 400 bytes: see whether a few lines repeat
 REPETITION = 20  # a block is "a few lines repeated" with at most one distinct line per 20
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -188,7 +189,8 @@ class _BlockState:
         few lines. Line numbers are counted only for lines that are kept."""
         want_errors = len(self.errors) < ERROR_LINES_KEPT
         finder = _finder(want_errors)
-        if len(finder.find(block[:DENSITY_PROBE])) * DENSE_BYTES_PER_HIT > DENSITY_PROBE and self._scan_repetitive(block, finder):
+        if (len(block) >= REPETITIVE_MIN_BYTES and len(finder.find(block[:DENSITY_PROBE])) * DENSE_BYTES_PER_HIT
+                > DENSITY_PROBE and self._scan_repetitive(block, finder)):
             return
         hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> labels
         for offset, label in finder.find(block):
