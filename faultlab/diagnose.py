@@ -149,11 +149,12 @@ def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
     ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
-    culprit, culprit_node, why = _name_culprit(culprits, victims, facts, evidence)
     named_by_file = {rank for rank in (number_in(RANK_IN_PATH, path) for path in files) if rank is not None}
+    silent = tuple(sorted(named_by_file - set(seen_on)))
+    culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, files)
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
-        victims=victims, silent=tuple(sorted(named_by_file - set(seen_on))), culprit=culprit,
+        victims=victims, silent=silent, culprit=culprit,
         culprit_node=culprit_node, culprit_reason=why, reasons=ranking.reasons, outside=ranking.outside,
         error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
         next_check=_next_check(causes), notes=tuple(notes), files=inputs, bytes=sum(scan.size for scan in scans),
@@ -174,28 +175,38 @@ def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ..
     return culprits, victims
 
 
-def _name_culprit(culprits, victims, facts, evidence) -> tuple[int | None, int | None, str]:
-    """The one rank at fault, where the log singles one out, its node, and how it was told."""
+def _name_culprit(culprits, victims, silent, facts, evidence, files) -> tuple[int | None, int | None, str]:
+    """The one rank at fault, where the log singles one out, its node, and how it was told.
+
+    In order: the only rank with an error of its own; the rank whose store key the waiting
+    ranks waited for; the one rank that never reported waiting while the others did; the
+    worker the launcher saw die first, if it died by a signal or nobody else was waiting
+    (otherwise that first failure is often a victim that timed out first); the worker the
+    launcher did not terminate."""
     rank, why = None, ""
+    unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
+    first_failures = {(code, local, pid) for code, local, pid in facts.failed_workers}
     if len(culprits) == 1:
         rank, why = culprits[0], "the only rank with an error of its own"
-    elif len({local for _, local, _ in facts.failed_workers}) == 1 and not culprits:
-        code, rank, pid = facts.failed_workers[0]
+    elif culprits:
+        pass
+    elif len(facts.awaited_ranks) == 1:
+        rank = next(iter(facts.awaited_ranks))
+        why = f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
+    elif len(unheard) == 1:
+        rank, why = unheard[0], f"every other rank reported waiting; rank {unheard[0]} alone said nothing"
+    elif len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] < 0):
+        code, rank, pid = next(iter(first_failures))
         why = f"the launcher saw local rank {rank} (pid {pid}) exit first, with code {code}"
         if len(facts.root_cause_ranks) == 1:
             rank = facts.root_cause_ranks[0][0]
-    elif not culprits and untouched_pid(facts):
-        pid, place = untouched_pid(facts)
-        rank, why = place, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
-    elif len(facts.awaited_ranks) == 1 and not culprits:
-        rank = next(iter(facts.awaited_ranks))
-        why = f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
-    elif not culprits and len(victims) >= 2 and len(_missing_ranks(victims, facts)) == 1:
-        rank = _missing_ranks(victims, facts)[0]
-        why = f"every other rank reported waiting; rank {rank} alone said nothing"
+    elif untouched_pid(facts):
+        pid, rank = untouched_pid(facts)
+        why = f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
     if rank is None:
         return None, *_culprit_node(evidence)
-    nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence if item.rank == rank}
+    paths = [item.path for item in evidence if item.rank == rank] + [p for p in files if number_in(RANK_IN_PATH, p) == rank]
+    nodes = {number_in(NODE_IN_PATH, path) for path in paths} - {None}
     node = nodes.pop() if len(nodes) == 1 else None
     if node is None and facts.per_node and (facts.nodes or 0) > 1:
         node = rank // facts.per_node

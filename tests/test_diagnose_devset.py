@@ -35,21 +35,11 @@ def test_development_set_accuracy():
     assert unknown_cases >= 10 and unknown_right / unknown_cases >= 0.75
 
 
-def test_live_runs_name_their_culprit_node():
-    """faultlab's own live runs: the only cases that name a node (see the header of live-runs.yaml)."""
+def test_live_runs_name_their_culprit():
+    """faultlab's own live runs (the shipped recordings' logs): the only cases that name a node."""
     accuracy = triage_accuracy.evaluate(triage_accuracy.load_cases(DEVSET / "live-runs.yaml"))
-    assert accuracy.top(1) == 1.0 and accuracy.culprit("node") == (1, 1)
-
-
-def test_a_bad_case_file_is_one_clear_error(tmp_path, cli):
-    (tmp_path / "job.log").write_text("RuntimeError: Address already in use\n")
-    cases = tmp_path / "cases.yaml"
-    cases.write_text("- {log: job.log, source: https://example.invalid/1, cause: gremlins, established: x}\n")
-    with pytest.raises(BadInput, match="case 1: unknown cause 'gremlins'"):
-        triage_accuracy.load_cases(cases)
-    cases.write_text("- {log: nowhere.log, source: s, cause: port-in-use, established: x}\n")
-    result = cli("diagnose-accuracy", cases)
-    assert result.exit_code == ExitCode.BAD_INPUT and "nowhere.log: no such file or directory" in result.output
-    cases.write_text("- {log: job.log, source: s, cause: port-in-use, established: x}\n")
-    result = cli("diagnose-accuracy", cases, "--json")
-    assert result.exit_code == 0 and '"top1": 1.0' in result.output
+    ranks_named, rank_cases = accuracy.culprit("rank")
+    nodes_named, node_cases = accuracy.culprit("node")
+    assert rank_cases >= 8 and ranks_named / rank_cases >= 0.85
+    assert node_cases >= 10 and nodes_named / node_cases >= 0.5
+    assert accuracy.top(3) >= 0.75
