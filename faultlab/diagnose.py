@@ -183,26 +183,12 @@ def _name_culprit(culprits, victims, silent, facts, evidence, files) -> tuple[in
     worker the launcher saw die first, if it died by a signal or nobody else was waiting
     (otherwise that first failure is often a victim that timed out first); the worker the
     launcher did not terminate."""
-    rank, why = None, ""
-    unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
-    first_failures = {(code, local, pid) for code, local, pid in facts.failed_workers}
     if len(culprits) == 1:
         rank, why = culprits[0], "the only rank with an error of its own"
     elif culprits:
-        pass
-    elif len(facts.awaited_ranks) == 1:
-        rank = next(iter(facts.awaited_ranks))
-        why = f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
-    elif len(unheard) == 1:
-        rank, why = unheard[0], f"every other rank reported waiting; rank {unheard[0]} alone said nothing"
-    elif len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] < 0):
-        code, rank, pid = next(iter(first_failures))
-        why = f"the launcher saw local rank {rank} (pid {pid}) exit first, with code {code}"
-        if len(facts.root_cause_ranks) == 1:
-            rank = facts.root_cause_ranks[0][0]
-    elif untouched_pid(facts):
-        pid, rank = untouched_pid(facts)
-        why = f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
+        rank, why = None, ""  # several ranks failed on their own: none singled out
+    else:
+        rank, why = _culprit_by_absence(victims, silent, facts)
     if rank is None:
         return None, *_culprit_node(evidence)
     paths = [item.path for item in evidence if item.rank == rank] + [p for p in files if number_in(RANK_IN_PATH, p) == rank]
@@ -211,6 +197,25 @@ def _name_culprit(culprits, victims, silent, facts, evidence, files) -> tuple[in
     if node is None and facts.per_node and (facts.nodes or 0) > 1:
         node = rank // facts.per_node
     return rank, node, why
+
+
+def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
+    """With no rank's own error in the logs: who is missing, or who the launcher saw die."""
+    unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
+    first_failures = set(facts.failed_workers)
+    if len(facts.awaited_ranks) == 1:
+        rank = next(iter(facts.awaited_ranks))
+        return rank, f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
+    if len(unheard) == 1:
+        return unheard[0], f"every other rank reported waiting; rank {unheard[0]} alone said nothing"
+    if len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] < 0):
+        code, local_rank, pid = next(iter(first_failures))
+        rank = facts.root_cause_ranks[0][0] if len(facts.root_cause_ranks) == 1 else local_rank
+        return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
+    if untouched_pid(facts):
+        pid, rank = untouched_pid(facts)
+        return rank, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
+    return None, ""
 
 
 def _missing_ranks(victims, facts) -> list[int]:
