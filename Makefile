@@ -24,8 +24,8 @@ test: $(BIN)/faultlab system-packages  ## the whole suite, live launches include
 system-packages:  ## as root: the system tools the full suite uses (ip, nft, chromium); else says what will skip
 	@sh scripts/system-packages
 
-test-fast: $(BIN)/faultlab  ## everything but the live launches
-	$(BIN)/python -m pytest -q -m "not live"
+test-fast: $(BIN)/faultlab  ## everything but the live launches and the slow tests (seconds)
+	$(BIN)/python -m pytest -q -m "not live and not slow"
 
 bench: $(BIN)/faultlab
 	$(BIN)/python benchmarks/bench_launch.py

@@ -107,6 +107,7 @@ def test_fifos_devices_and_broken_links_are_skipped_not_waited_on(tmp_path):
     assert any("dangling.log: unreadable" in note for note in found.notes)
 
 
+@pytest.mark.slow
 def test_a_2gb_file_streams_in_flat_memory(tmp_path):
     """Past 2**31 bytes (32-bit offsets overflow there), with the failure on the very last line;
     peak memory is that of a 1 MB file of the same text."""
