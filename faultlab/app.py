@@ -25,10 +25,11 @@ from .records import Recording
 from .scenario import Scenario
 
 
-def open_store(path: Path | None):
+def open_store(path: Path | None, readonly: bool = False):
+    """The recording store; `readonly` never creates it (commands that only read)."""
     from .store import Store
 
-    return Store(path)
+    return Store(path, readonly=readonly)
 
 
 def probe_host() -> Host:
@@ -105,6 +106,8 @@ def program_view(reference: str, backend: str | None) -> ProgramView:
 def select_for_runbook(store, causes: tuple[str, ...], platform: str | None,
                        recording_ids: tuple[str, ...]) -> runbooks.Runbook:
     """The runbook of the store's runs (or of the named recordings), filtered by cause and platform."""
+    if store.missing:
+        raise BadInput(f"{store.path}: no recordings yet: run some scenarios first (`faultlab run --all`)")
     cause_of = scenarios.cause_of_each()
     chosen = [store.get(rid) for rid in recording_ids] if recording_ids else store.recordings(kind="run")
     chosen = [r for r in chosen if (not causes or cause_of.get(r.scenario_id) in causes)
@@ -119,10 +122,12 @@ def select_for_runbook(store, causes: tuple[str, ...], platform: str | None,
 
 
 def write_output(path: Path, text: str) -> None:
-    """A report the user asked to be written to a file."""
-    from .serial import write_text_atomically
+    """A report the user asked to be written to a file: inert, as a terminal would show it
+    (the file is read with cat too), and never over the store or an input."""
+    from .textsafe import inert
+    from .userfiles import write_text
 
-    write_text_atomically(path, text)
+    write_text(path, inert(text))
 
 
 def drill_scenarios(name: str | None, pack: str | None, pick_random: bool, seed: int | None) -> list[Scenario]:

@@ -1,23 +1,29 @@
 """Portable bundles: recordings and drill scores a team exchanges as one JSON file.
 
-A bundle carries a SHA-256 of its content; import checks the format, every record's shape
-and the checksum before it writes anything, and then writes all of it in one transaction.
+A bundle carries a SHA-256 of its content; import checks the first bytes (a bundle begins
+with its kind, so another file is refused before it is read whole), the format, every
+record's shape and identities, and the checksum before it writes anything, and then writes
+all of it in one transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
-from .drill import DrillResult
+from . import identity
 from .errors import BadInput
-from .records import Recording
-from .serial import RecordError, from_dict, read_json, to_dict, write_text_atomically
+from .records import DrillResult, Recording
+from .serial import RecordError, from_dict, read_json, to_dict
 from .store import Store
+from .textsafe import excerpt
+from .userfiles import BUNDLE_LIMIT, write_text
 
 BUNDLE_KIND = "faultlab-bundle"
 BUNDLE_FORMAT = 1
+_BUNDLE_HEAD = re.compile(rb'\s*\{\s*"kind"\s*:\s*"' + BUNDLE_KIND.encode() + rb'"')
 
 
 def _digest(content: dict) -> str:
@@ -28,6 +34,8 @@ def _digest(content: dict) -> str:
 def export(store: Store, path: Path, scenario_ids: tuple[str, ...] = (), trainees: tuple[str, ...] = ()) -> tuple[int, int]:
     """Write the store's recordings (of `scenario_ids`, or all) and drills (of `trainees`,
     or all) to `path`. Returns how many of each were written."""
+    if store.missing:
+        raise BadInput(f"{store.path}: no recordings yet: nothing to export")
     recordings = [r for r in store.recordings() if not scenario_ids or r.scenario_id in scenario_ids]
     wanted = {r.baseline_id for r in recordings if r.baseline_id}
     have = {r.id for r in recordings}
@@ -36,17 +44,18 @@ def export(store: Store, path: Path, scenario_ids: tuple[str, ...] = (), trainee
               and (not scenario_ids or d.scenario_id in scenario_ids)]
     content = {"recordings": [to_dict(r) for r in recordings], "drills": [to_dict(d) for d in drills]}
     document = {"kind": BUNDLE_KIND, "format": BUNDLE_FORMAT, "sha256": _digest(content), **content}
-    write_text_atomically(path, json.dumps(document) + "\n")
+    write_text(path, json.dumps(document) + "\n")
     return len(recordings), len(drills)
 
 
 def read(path: Path) -> tuple[list[Recording], list[DrillResult]]:
     """Every record of a bundle, checked; BadInput names the first problem."""
-    document = read_json(path, "a faultlab bundle")
+    document = read_json(path, "a faultlab bundle", BUNDLE_LIMIT, lambda head: bool(_BUNDLE_HEAD.match(head)))
     if not isinstance(document, dict) or document.get("kind") != BUNDLE_KIND:
         raise BadInput(f"{path}: not a faultlab bundle")
     if document.get("format") != BUNDLE_FORMAT:
-        raise BadInput(f"{path}: bundle format {document.get('format')!r}, this faultlab reads {BUNDLE_FORMAT}")
+        raise BadInput(f"{path}: bundle format {excerpt(document.get('format'))}, "
+                       f"this faultlab reads {BUNDLE_FORMAT}")
     content = {"recordings": document.get("recordings"), "drills": document.get("drills")}
     if not all(isinstance(items, list) for items in content.values()):
         raise BadInput(f"{path}: a bundle needs 'recordings' and 'drills' lists")
@@ -55,6 +64,10 @@ def read(path: Path) -> tuple[list[Recording], list[DrillResult]]:
     try:
         recordings = [from_dict(Recording, item, f"recordings[{i}]") for i, item in enumerate(content["recordings"])]
         drills = [from_dict(DrillResult, item, f"drills[{i}]") for i, item in enumerate(content["drills"])]
-    except RecordError as error:
+        for index, recording in enumerate(recordings):
+            identity.check_recording(recording, f"recordings[{index}]")
+        for index, drill in enumerate(drills):
+            identity.check_drill(drill, f"drills[{index}]")
+    except (RecordError, BadInput) as error:
         raise BadInput(f"{path}: {error}") from None
     return recordings, drills

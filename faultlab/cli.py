@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .errors import BadInput, ExitCode, FaultlabError
+from .errors import BadInput, ExitCode, FaultlabError, exit_code_of, sigterm_raises_terminated
 
 
 class _Group(click.Group):
@@ -24,9 +24,9 @@ class _Group(click.Group):
         except FaultlabError as error:
             click.echo(f"faultlab: error: {error}", err=True)
             ctx.exit(int(error.exit_code))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             click.echo("faultlab: interrupted", err=True)
-            ctx.exit(int(ExitCode.INTERRUPTED))
+            ctx.exit(int(exit_code_of(stop)))
 
 
 class _Invocation:
@@ -43,6 +43,15 @@ class _Invocation:
             from . import app
 
             self._store = self._ctx.with_resource(app.open_store(self._db))
+        return self._store
+
+    @property
+    def stored(self):
+        """The store for a read-only command: never created (nor its folder) where absent."""
+        if self._store is None:
+            from . import app
+
+            self._store = self._ctx.with_resource(app.open_store(self._db, readonly=True))
         return self._store
 
     @property
@@ -70,9 +79,14 @@ def _emit_json(data) -> None:
 def main(ctx, db):
     """faultlab: break real PyTorch distributed jobs on purpose, and learn to read the wreckage.
 
-    Exit codes: 0 the run reproduced what the scenario expects; 1 it did not; 2 bad input;
-    3 this machine cannot run it; 130 interrupted.
+    Exit codes: 0 the run reproduced what the scenario expects; 1 it did not; 2 bad input
+    (an unreadable store too); 3 this machine cannot run it; 130 interrupted; 143 terminated.
     """
+    from . import textsafe, userfiles
+
+    userfiles.begin_command()
+    textsafe.guard_terminal()
+    ctx.call_on_close(sigterm_raises_terminated())
     ctx.obj = _Invocation(ctx, db)
 
 
@@ -191,7 +205,11 @@ def _trainee(name: str | None) -> str:
     import getpass
     import os
 
-    return name or os.environ.get("FAULTLAB_TRAINEE") or getpass.getuser()
+    from . import identity
+
+    who = name or os.environ.get("FAULTLAB_TRAINEE") or getpass.getuser()
+    identity.check(identity.TRAINEE, who, "trainee", "a trainee name (letters, digits, space, . _ @ + -)")
+    return who
 
 
 @main.command()
@@ -252,9 +270,15 @@ def drill(session, scenario, pack, pick_random, seed, trainee, replay, answers_f
 @click.pass_obj
 def scores(session, trainee, pack, as_json):
     """The leaderboard and per-cause weak spots (or one trainee's history)."""
+    from . import scenario as scenarios
     from .reports import text
 
-    store = session.store
+    if pack and pack not in scenarios.load_packs():
+        raise BadInput(f"--pack {pack!r}: no such pack (known: {', '.join(scenarios.load_packs())})")
+    store = session.stored
+    if store.missing and not as_json:
+        click.echo(f"No recordings yet: {store.path} does not exist (drill someone first).")
+        return
     spots = store.weak_spots(pack=pack, trainee=trainee)
     if trainee:
         history = store.drills(trainee=trainee, pack=pack)
@@ -281,7 +305,7 @@ def export_bundle(session, output, scenario_ids, trainees):
     """Write recordings and drill scores to a portable bundle file."""
     from . import app
 
-    recordings, drills = app.export_bundle(session.store, output, tuple(scenario_ids), tuple(trainees))
+    recordings, drills = app.export_bundle(session.stored, output, tuple(scenario_ids), tuple(trainees))
     click.echo(f"{output}: {recordings} recordings, {drills} drills")
 
 
@@ -308,7 +332,7 @@ def runbook(session, output, fmt, causes, platform, recording_ids):
     from . import app
     from .reports import runbook_pages
 
-    book = app.select_for_runbook(session.store, tuple(causes), platform, tuple(recording_ids))
+    book = app.select_for_runbook(session.stored, tuple(causes), platform, tuple(recording_ids))
     page = runbook_pages.to_html(book) if fmt == "html" else runbook_pages.to_markdown(book)
     if output is None:
         click.echo(page)
@@ -320,7 +344,7 @@ def runbook(session, output, fmt, causes, platform, recording_ids):
 @main.command(name="diagnose")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--top", default=3, show_default=True, help="How many causes to show.")
+@click.option("--top", default=3, show_default=True, type=click.IntRange(min=1), help="How many causes to show.")
 @click.pass_context
 def diagnose_logs(ctx, paths, as_json, top):
     """Triage real failure logs: likely causes, evidence, culprit.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import sqlite3
 from pathlib import Path
 
 from . import cause_rules
@@ -83,25 +82,8 @@ def learned_counts_from_store(path: Path, cause_of: dict[str, str]) -> dict[str,
     created (diagnose must not leave a store, or its directories, behind)."""
     from .store import Store
 
-    if not path.is_file():
-        return {}
-
-    class _ReadOnly(Store):
-        def __init__(self) -> None:  # the store's readers, over a connection that cannot write
-            self.path = path
-            # Without a write-ahead log beside it nobody is writing: read the file as it is, leaving
-            # no -wal/-shm files behind; with one, read through it (those files exist already).
-            quiet = "" if Path(f"{path}-wal").exists() else "&immutable=1"
-            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro{quiet}", uri=True, timeout=30)
-
-    try:
-        store = _ReadOnly()
-        try:
-            return learned_counts(store.recordings(kind="run"), cause_of)
-        finally:
-            store.close()
-    except sqlite3.Error as error:
-        raise BadInput(f"{path}: cannot read the recording store: {error}") from None
+    with Store(path, readonly=True) as store:
+        return learned_counts(store.recordings(kind="run"), cause_of)
 
 
 def triage(paths: list[Path], store_path: Path | None, stdin=None) -> Diagnosis:

@@ -21,38 +21,10 @@ from .launchers import ReplayLauncher, RunOptions
 from .host import Host
 from .errors import BadInput, EnvironmentProblem
 from .faults import Target
-from .records import NodeCapture, RankCapture, Recording
+from .records import DrillResult, NodeCapture, RankCapture, Recording
 from .scenario import Scenario
 from .score import Answer, Score, answer_from_mapping, parse_used, score
 from .store import Store
-
-
-@dataclasses.dataclass(frozen=True)
-class DrillResult:
-    """One finished drill, as stored per trainee."""
-
-    id: str
-    trainee: str
-    pack: str | None
-    scenario_id: str
-    cause: str  # the right cause, for per-cause weak spots
-    recording_id: str
-    replay: bool
-    answer_cause: str
-    answer_culprit: str
-    answer_ranks: tuple[int, ...]
-    answer_fix: str
-    used: dict[str, int]
-    score_cause: float
-    score_culprit: float
-    score_ranks: float
-    score_fix: float
-    costs: int
-    total: float
-    max: int
-    notes: tuple[str, ...]
-    started_at: str
-    seconds: float
 
 
 GAVE_UP = "gave-up"  # the answer_cause of a drill the trainee gave up on

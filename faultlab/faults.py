@@ -8,10 +8,20 @@ themselves to a PlanDraft, which `lab.plan.build_plan` turns into a LaunchPlan.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Callable, Literal
 
+from . import identity
 from .lab.draft import PlanDraft
 from .lab.program import CodePatch
+from .textsafe import excerpt
+
+MAX_PORT_OFFSET = 1000  # MASTER_PORT + offset stays a port of this machine's ephemeral range
+MAX_SECONDS = 600.0  # no longer than the longest timeout a scenario may have
+MAX_RANKS_PER_NODE = 64  # as the topology's bound
+MAX_NODES = 16
+MAX_GPUS_PER_NODE = 16
+MAX_NUMEL = 1 << 20  # elements of the all_reduce tensor: 4 MB of float32
 
 TargetKind = Literal["job", "node", "rank"]
 
@@ -29,11 +39,27 @@ class Target:
 
 @dataclasses.dataclass(frozen=True)
 class Param:
+    """One parameter of a fault kind, with the values that make physical sense: a number's
+    range (low..high), a name's shape, or a list of choices."""
+
     name: str
     type: type
     default: object
     help: str
     choices: tuple = ()
+    low: float | None = None
+    high: float | None = None
+    shape: tuple[re.Pattern, str] | None = None  # (pattern, what it is, in words)
+
+    def problem(self, value) -> str | None:
+        """Why `value` (already of the right type) cannot be this parameter; None if it can."""
+        if self.choices and value not in self.choices:
+            return f"{excerpt(value)} is not one of {', '.join(map(repr, self.choices))}"
+        if self.low is not None and not identity.in_range(value, self.low, self.high):
+            return f"{excerpt(value)} is outside {self.low:g}..{self.high:g}"
+        if self.shape is not None and not identity.matches(self.shape[0], value):
+            return f"{excerpt(value)} is not {self.shape[1]}"
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,7 +211,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="launch",
         targets=("node", "rank"),
         apply=_master_port_offset,
-        params=(Param("offset", int, 1, "added to the job's MASTER_PORT"),),
+        params=(Param("offset", int, 1, "added to the job's MASTER_PORT", low=-MAX_PORT_OFFSET, high=MAX_PORT_OFFSET),),
     ),
     FaultKind(
         id="port-in-use",
@@ -230,7 +256,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         targets=("node", "job"),
         apply=_socket_ifname,
         params=(
-            Param("ifname", str, "eth9", "the interface name set"),
+            Param("ifname", str, "eth9", "the interface name set", shape=(identity.INTERFACE, "an interface name")),
             Param("variable", str, "", "GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME (default: the backend's)",
                   ("", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")),
         ),
@@ -242,7 +268,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="launch",
         targets=("node",),
         apply=_launch_nproc,
-        params=(Param("nproc_per_node", int, 1, "the --nproc_per_node this node is launched with"),),
+        params=(Param("nproc_per_node", int, 1, "the --nproc_per_node this node is launched with", low=1, high=MAX_RANKS_PER_NODE),),
     ),
     FaultKind(
         id="duplicate-node-rank",
@@ -251,7 +277,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="launch",
         targets=("node",),
         apply=_duplicate_node_rank,
-        params=(Param("node_rank", int, 0, "the --node_rank this node is launched with"),),
+        params=(Param("node_rank", int, 0, "the --node_rank this node is launched with", low=0, high=MAX_NODES - 1),),
     ),
     FaultKind(
         id="crash-before-collective",
@@ -270,9 +296,10 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         targets=("rank", "job"),
         apply=_slow_rank,
         params=(
-            Param("seconds", float, 10.0, "how long the extra work takes"),
+            Param("seconds", float, 10.0, "how long the extra work takes", low=0, high=MAX_SECONDS),
             Param("where", str, "collective", "before 'init' or before the 'collective'", ("init", "collective")),
-            Param("work", str, "validation pass", "what the extra work is, as the code comment says"),
+            Param("work", str, "validation pass", "what the extra work is, as the code comment says",
+                  shape=(identity.PHRASE, "a short phrase (letters, digits, spaces, , . ( ) / _ -)")),
         ),
     ),
     FaultKind(
@@ -290,7 +317,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="code",
         targets=("rank",),
         apply=_shape_mismatch,
-        params=(Param("numel", int, 2, "elements in that rank's tensor"),),
+        params=(Param("numel", int, 2, "elements in that rank's tensor", low=1, high=MAX_NUMEL),),
     ),
     FaultKind(
         id="skip-collective",
@@ -325,7 +352,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="launch",
         targets=("job",),
         apply=_visible_gpus,
-        params=(Param("count", int, 1, "GPUs visible on each node"),),
+        params=(Param("count", int, 1, "GPUs visible on each node", low=0, high=MAX_GPUS_PER_NODE),),
         gpu_only=True,
     ),
     FaultKind(
@@ -359,7 +386,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="launch",
         targets=("node",),
         apply=_link_down,
-        params=(Param("after_s", float, 1.0, "seconds after the launch"),),
+        params=(Param("after_s", float, 1.0, "seconds after the launch", low=0, high=MAX_SECONDS),),
         needs_hosts=True,
     ),
 )

@@ -22,6 +22,8 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from . import userfiles
+from .errors import BadInput
 from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
 BLOCK_BYTES = 4 << 20
@@ -80,10 +82,12 @@ class _FileScan:
 
 def _scan_file(path: str) -> _FileScan:
     try:
-        with open(path, "rb") as stream:
+        with userfiles.open_regular(path) as stream:  # never blocks, even if a FIFO took its place
             return scan_stream(stream, path)
     except OSError as error:
         return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0)
+    except BadInput as refused:
+        return _FileScan([], [], f"{refused}, skipped", 0)
 
 
 def scan_stream(stream, path: str) -> _FileScan:
@@ -291,13 +295,17 @@ def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
 
     for path in paths:
         if path.is_dir():
+            inside = os.path.realpath(path) + os.sep
             for root, _, names in os.walk(path, onerror=lambda error: notes.append(
                     f"{error.filename}: unreadable ({error.strerror or error})")):
                 for name in sorted(names):
+                    full = os.path.join(root, name)
                     if name.endswith(SOURCE_SUFFIXES):  # a run directory's copy of the script is not a log
-                        notes.append(f"{os.path.join(root, name)}: source code, skipped")
-                        continue
-                    add(os.path.join(root, name))
+                        notes.append(f"{full}: source code, skipped")
+                    elif os.path.islink(full) and not os.path.realpath(full).startswith(inside):
+                        notes.append(f"{full}: a link out of {path}, skipped")
+                    else:
+                        add(full)
         elif os.path.lexists(path):
             add(str(path))
         else:

@@ -11,10 +11,12 @@ import json
 import re
 from pathlib import Path
 
+from . import identity
 from .errors import BadInput
 from .records import Recording
 from .scenario import shipped_dir
-from .serial import RecordError, from_dict, read_json, to_dict, write_text_atomically
+from .serial import RecordError, from_dict, read_json, to_dict
+from .userfiles import RECORDING_FILE_LIMIT, write_text
 
 RECORDINGS_ENV = "FAULTLAB_RECORDINGS"
 FILE_FORMAT = 1
@@ -38,19 +40,21 @@ def write(directory: Path, run: Recording, baseline: Recording) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{run.scenario_id}.{hardware_tag(run)}.json"
     document = {"format": FILE_FORMAT, "run": to_dict(run), "baseline": to_dict(baseline)}
-    write_text_atomically(path, json.dumps(document, indent=1) + "\n")
+    write_text(path, json.dumps(document, indent=1) + "\n")
     return path
 
 
 def read(path: Path) -> tuple[Recording, Recording]:
     """The (run, baseline) pair of a recording file; BadInput names what is wrong."""
-    document = read_json(path, "a recording file")
+    document = read_json(path, "a recording file", RECORDING_FILE_LIMIT)
     if not isinstance(document, dict) or document.get("format") != FILE_FORMAT:
         raise BadInput(f"{path}: not a faultlab recording of format {FILE_FORMAT}")
     try:
         run = from_dict(Recording, document.get("run"), "run")
         baseline = from_dict(Recording, document.get("baseline"), "baseline")
-    except RecordError as error:
+        identity.check_recording(run, "run")
+        identity.check_recording(baseline, "baseline")
+    except (RecordError, BadInput) as error:
         raise BadInput(f"{path}: {error}") from None
     return run, baseline
 

@@ -203,3 +203,53 @@ class Recording:
     missing_signatures: tuple[str, ...]
     expected_verdict: str
     reproduced: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class DrillResult:
+    """One finished drill, as stored per trainee."""
+
+    id: str
+    trainee: str
+    pack: str | None
+    scenario_id: str
+    cause: str  # the right cause, for per-cause weak spots
+    recording_id: str
+    replay: bool
+    answer_cause: str
+    answer_culprit: str
+    answer_ranks: tuple[int, ...]
+    answer_fix: str
+    used: dict[str, int]
+    score_cause: float
+    score_culprit: float
+    score_ranks: float
+    score_fix: float
+    costs: int
+    total: float
+    max: int
+    notes: tuple[str, ...]
+    started_at: str
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderboardRow:
+    """One trainee on the leaderboard."""
+
+    trainee: str
+    drills: int
+    mean: float
+    best: float
+    last_played: str
+
+
+@dataclasses.dataclass(frozen=True)
+class WeakSpot:
+    """How drills of one cause went: the weakest causes are the ones to practise."""
+
+    cause: str
+    drills: int
+    cause_right_pct: float
+    culprit_right_pct: float
+    mean: float

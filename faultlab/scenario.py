@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import importlib.resources
 import os
-import re
 from pathlib import Path
 
+from . import identity
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
-from .faults import FAULT_KINDS_BY_ID, Target
+from .faults import FAULT_KINDS_BY_ID, MAX_GPUS_PER_NODE, MAX_NODES, MAX_RANKS_PER_NODE, Target
+from .textsafe import excerpt
+from .yamlfile import read_yaml
 
 SCENARIOS_ENV = "FAULTLAB_SCENARIOS"
 PACKS_FILE = "packs.yaml"  # drill packs, beside the scenarios
@@ -36,7 +38,11 @@ ENV_ALLOWED_NAMES = frozenset(
     }
 )
 ENV_ALLOWED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "TORCHELASTIC_")
-ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# ... but never one that makes the job load code or read or write a file of the scenario's
+# choosing (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN, NCCL_DEBUG_FILE, TORCH_EXTENSIONS_DIR, ...):
+# docs/security.md.
+ENV_DENIED_WORDS = ("PLUGIN", "LIB", "FILE", "PATH", "DIR", "HOME", "CONF")
+ENV_DENIED_NAMES = frozenset({"TORCH_TRACE", "TORCH_LOGS_OUT"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,31 +170,13 @@ def resolve(name: str) -> Scenario:
     raise BadInput(f"unknown scenario {name!r} (known: {known})")
 
 
-def read_yaml(path: Path):
-    """The data of a YAML file (safe_load); BadInput names the file and the line at fault."""
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"{path}: cannot read: {error}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise BadInput(f"{path}: not valid YAML{where}: {problem}") from None
-
-
 def load_file(path: Path) -> Scenario:
     return parse(read_yaml(path), str(path))
 
 
 # ---------------------------------------------------------------------------------------
-# Validation: every error names the file and the path of the field.
+# Validation: every error names the file and the path of the field; a quoted value is
+# always a short excerpt.
 
 
 class _Fields:
@@ -197,10 +185,10 @@ class _Fields:
     def __init__(self, source: str, where: str, data, allowed: tuple[str, ...]) -> None:
         self.source, self.where = source, where
         if not isinstance(data, dict):
-            self.fail(where, f"expected a mapping, got {_describe(data)}")
+            self.fail(where, f"expected a mapping, got {_describe(data) if where else _kind_of(data)}")
         unknown = [key for key in data if key not in allowed]
         if unknown:
-            self.fail(_join(where, str(unknown[0])), f"unknown key (allowed: {', '.join(allowed)})")
+            self.fail(_join(where, _key(unknown[0])), f"unknown key (allowed: {', '.join(allowed)})")
         self.data = data
 
     def fail(self, field: str, message: str):
@@ -219,8 +207,22 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
+def _key(key) -> str:
+    """A key from the file, as it may appear in a field's path."""
+    return key if isinstance(key, str) and len(key) <= 40 and key.isprintable() else excerpt(key)
+
+
 def _describe(value) -> str:
-    return "nothing" if value is None else f"{type(value).__name__} {value!r}"
+    return "nothing" if value is None else f"{type(value).__name__} {excerpt(value)}"
+
+
+def _kind_of(value) -> str:
+    """What a whole file turned out to be, without quoting it (it may be anyone's file)."""
+    return "nothing" if value is None else {str: "text", list: "a list"}.get(type(value), type(value).__name__)
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
+               dict: "a mapping"}
 
 
 def _check_type(fields: _Fields, field: str, value, kind):
@@ -229,9 +231,13 @@ def _check_type(fields: _Fields, field: str, value, kind):
     if kind is int and isinstance(value, bool):
         fields.fail(field, f"expected an integer, got {_describe(value)}")
     if not isinstance(value, kind):
-        name = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list", dict: "a mapping"}.get(kind, kind.__name__)
-        fields.fail(field, f"expected {name}, got {_describe(value)}")
+        fields.fail(field, f"expected {_TYPE_WORDS.get(kind, kind.__name__)}, got {_describe(value)}")
     return value
+
+
+def _check_range(fields: _Fields, field: str, value, low, high, unit: str = "") -> None:
+    if not identity.in_range(value, low, high):
+        fields.fail(field, f"{excerpt(value)} is outside {low:g}..{high:g}{unit}")
 
 
 def _parse_target(fields: _Fields, field: str, data, allowed: tuple[str, ...], topology: Topology) -> Target:
@@ -258,10 +264,132 @@ def _parse_params(fields: _Fields, field: str, data, kind) -> dict:
     params = {}
     for param in kind.params:
         value = given.get(param.name, param.type, param.default)
-        if param.choices and value not in param.choices:
-            fields.fail(_join(field, param.name), f"{value!r} is not one of {', '.join(map(repr, param.choices))}")
+        problem = param.problem(value)
+        if problem:
+            fields.fail(_join(field, param.name), problem)
         params[param.name] = value
     return params
+
+
+def _parse_topology(top: _Fields) -> Topology:
+    fields = _Fields(top.source, "topology", top.get("topology", dict),
+                     ("nodes", "ranks_per_node", "backend", "gpus_per_node", "hosts"))
+    topology = Topology(
+        nodes=fields.get("nodes", int),
+        ranks_per_node=fields.get("ranks_per_node", int),
+        backend=fields.get("backend", str, "auto"),
+        gpus_per_node=fields.get("gpus_per_node", int, 0),
+        hosts=fields.get("hosts", bool, False),
+    )
+    _check_range(top, "topology.nodes", topology.nodes, 1, MAX_NODES)
+    _check_range(top, "topology.ranks_per_node", topology.ranks_per_node, 1, MAX_RANKS_PER_NODE)
+    if topology.backend not in BACKENDS:
+        top.fail("topology.backend", f"{excerpt(topology.backend)} is not one of {', '.join(BACKENDS)}")
+    _check_range(top, "topology.gpus_per_node", topology.gpus_per_node, 0, MAX_GPUS_PER_NODE)
+    return topology
+
+
+def _parse_faults(top: _Fields, topology: Topology) -> tuple[FaultSpec, ...]:
+    faults = []
+    for index, raw in enumerate(top.get("faults", list, [])):
+        where = f"faults[{index}]"
+        fault_fields = _Fields(top.source, where, raw, ("kind", "target", "params"))
+        kind_id = fault_fields.get("kind", str)
+        kind = FAULT_KINDS_BY_ID.get(kind_id)
+        if kind is None:
+            top.fail(f"{where}.kind", f"unknown fault kind {excerpt(kind_id)} "
+                                      f"(known: {', '.join(sorted(FAULT_KINDS_BY_ID))})")
+        if kind.needs_hosts and not topology.hosts:
+            top.fail(f"{where}.kind", f"{kind_id} happens between hosts: set topology.hosts: true")
+        target = _parse_target(top, f"{where}.target", raw.get("target"), kind.targets, topology)
+        params = _parse_params(top, f"{where}.params", raw.get("params"), kind)
+        faults.append(FaultSpec(kind=kind_id, target=target, params=params))
+    return tuple(faults)
+
+
+def _parse_timing(top: _Fields) -> tuple[float, float | None]:
+    timeout_s = top.get("timeout_s", float)
+    _check_range(top, "timeout_s", timeout_s, 1, 600, " seconds")
+    deadline_s = top.get("deadline_s", float, None)
+    if deadline_s is not None and not identity.in_range(deadline_s, timeout_s + 1e-9, 1200):
+        top.fail("deadline_s", f"{excerpt(deadline_s)} must be above timeout_s ({timeout_s:g}) and at most 1200")
+    return timeout_s, deadline_s
+
+
+def _parse_expect(top: _Fields) -> Expectation:
+    from .symptoms import SIGNATURES_BY_ID
+
+    fields = _Fields(top.source, "expect", top.get("expect", dict),
+                     ("verdict", "signatures", "gloo_signatures", "nccl_signatures"))
+
+    def signature_list(key: str) -> tuple[str, ...]:
+        ids = fields.get(key, list, [])
+        for position, signature in enumerate(ids):
+            _check_type(top, f"expect.{key}[{position}]", signature, str)
+            if signature not in SIGNATURES_BY_ID:
+                top.fail(f"expect.{key}[{position}]", f"unknown signature {excerpt(signature)}")
+        return tuple(ids)
+
+    expect = Expectation(
+        verdict=fields.get("verdict", str),
+        signatures=signature_list("signatures"),
+        gloo_signatures=signature_list("gloo_signatures"),
+        nccl_signatures=signature_list("nccl_signatures"),
+    )
+    if expect.verdict not in VERDICTS:
+        top.fail("expect.verdict", f"{excerpt(expect.verdict)} is not one of {', '.join(VERDICTS)}")
+    return expect
+
+
+def _parse_answer(top: _Fields, topology: Topology) -> AnswerKey:
+    fields = _Fields(top.source, "answer", top.get("answer", dict), ("cause", "culprit", "fix"))
+    cause = fields.get("cause", str)
+    if cause not in CAUSES_BY_ID:
+        top.fail("answer.cause", f"unknown cause {excerpt(cause)} (see `faultlab causes`)")
+    culprit = _parse_target(top, "answer.culprit", fields.data.get("culprit"), ("job", "node", "rank"), topology)
+    return AnswerKey(cause=cause, culprit=culprit, fix=fields.get("fix", str))
+
+
+def _parse_env(top: _Fields) -> dict[str, str]:
+    """The environment a scenario sets, within the trust boundary of docs/security.md."""
+    env = top.get("env", dict, {})
+    for name, value in env.items():
+        field = f"env.{_key(name)}"
+        if not env_name_allowed(name):
+            top.fail(field, "not an allowed variable (MASTER_*, RANK-like, NCCL_*, GLOO_*, TORCH_*, "
+                            "CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS; none that names a plugin, library, file or path)")
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            top.fail(field, f"expected a string or number, got {_describe(value)}")
+        if not identity.matches(identity.ENV_VALUE, str(value)) or "/" in str(value):
+            top.fail(field, f"{excerpt(value)}: a value is printable text of at most 256 characters, not a path")
+    return {name: str(value) for name, value in env.items()}
+
+
+def env_name_allowed(name) -> bool:
+    if not isinstance(name, str):
+        return False
+    if name in ENV_ALLOWED_NAMES:
+        return True
+    return (name.startswith(ENV_ALLOWED_PREFIXES) and name not in ENV_DENIED_NAMES
+            and not any(word in name for word in ENV_DENIED_WORDS) and name.replace("_", "").isalnum())
+
+
+def _requires_gpus(top: _Fields, topology: Topology, faults: tuple[FaultSpec, ...]) -> int:
+    if any(FAULT_KINDS_BY_ID[fault.kind].gpu_only for fault in faults) and topology.backend != "nccl":
+        top.fail("topology.backend", "this scenario has GPU-only faults: the backend must be nccl")
+    default_gpus = topology.nodes * topology.gpus_per_node if topology.backend == "nccl" else 0
+    requires_gpus = top.get("requires_gpus", int, default_gpus)
+    _check_range(top, "requires_gpus", requires_gpus, 0, MAX_NODES * MAX_GPUS_PER_NODE)
+    if topology.backend == "nccl" and requires_gpus < 1:
+        top.fail("requires_gpus", "an nccl scenario needs at least one GPU")
+    return requires_gpus
+
+
+def _text_list(top: _Fields, key: str) -> tuple[str, ...]:
+    items = top.get(key, list, [])
+    for position, item in enumerate(items):
+        _check_type(top, f"{key}[{position}]", item, str)
+    return tuple(items)
 
 
 def parse(data, source: str) -> Scenario:
@@ -273,114 +401,27 @@ def parse(data, source: str) -> Scenario:
          "hints", "explain", "env", "requires_gpus", "deadline_s"),
     )
     scenario_id = top.get("id", str)
-    if not ID_PATTERN.match(scenario_id):
-        top.fail("id", f"{scenario_id!r} must be lowercase letters, digits and dashes")
+    if not identity.matches(identity.SCENARIO_ID, scenario_id):
+        top.fail("id", f"{excerpt(scenario_id)} must be lowercase letters, digits and dashes (at most 64)")
     difficulty = top.get("difficulty", int)
-    if not 1 <= difficulty <= 5:
-        top.fail("difficulty", f"{difficulty} is outside 1..5")
-
-    topo_fields = _Fields(source, "topology", top.get("topology", dict),
-                          ("nodes", "ranks_per_node", "backend", "gpus_per_node", "hosts"))
-    topology = Topology(
-        nodes=topo_fields.get("nodes", int),
-        ranks_per_node=topo_fields.get("ranks_per_node", int),
-        backend=topo_fields.get("backend", str, "auto"),
-        gpus_per_node=topo_fields.get("gpus_per_node", int, 0),
-        hosts=topo_fields.get("hosts", bool, False),
-    )
-    if not 1 <= topology.nodes <= 16:
-        top.fail("topology.nodes", f"{topology.nodes} is outside 1..16")
-    if not 1 <= topology.ranks_per_node <= 64:
-        top.fail("topology.ranks_per_node", f"{topology.ranks_per_node} is outside 1..64")
-    if topology.backend not in BACKENDS:
-        top.fail("topology.backend", f"{topology.backend!r} is not one of {', '.join(BACKENDS)}")
-    if topology.gpus_per_node < 0:
-        top.fail("topology.gpus_per_node", "must not be negative")
-
-    faults = []
-    for index, raw in enumerate(top.get("faults", list, [])):
-        where = f"faults[{index}]"
-        fault_fields = _Fields(source, where, raw, ("kind", "target", "params"))
-        kind_id = fault_fields.get("kind", str)
-        kind = FAULT_KINDS_BY_ID.get(kind_id)
-        if kind is None:
-            top.fail(f"{where}.kind", f"unknown fault kind {kind_id!r} (known: {', '.join(sorted(FAULT_KINDS_BY_ID))})")
-        target = _parse_target(top, f"{where}.target", raw.get("target"), kind.targets, topology)
-        params = _parse_params(top, f"{where}.params", raw.get("params"), kind)
-        faults.append(FaultSpec(kind=kind_id, target=target, params=params))
-
-    timeout_s = top.get("timeout_s", float)
-    if not 1 <= timeout_s <= 600:
-        top.fail("timeout_s", f"{timeout_s} is outside 1..600 seconds")
-    deadline_s = top.get("deadline_s", float, None)
-    if deadline_s is not None and not timeout_s < deadline_s <= 1200:
-        top.fail("deadline_s", f"{deadline_s} must be above timeout_s ({timeout_s:g}) and at most 1200")
-
-    expect_fields = _Fields(source, "expect", top.get("expect", dict), ("verdict", "signatures", "gloo_signatures", "nccl_signatures"))
-    from .symptoms import SIGNATURES_BY_ID
-
-    def signature_list(key: str) -> tuple[str, ...]:
-        ids = expect_fields.get(key, list, [])
-        for position, signature in enumerate(ids):
-            if signature not in SIGNATURES_BY_ID:
-                top.fail(f"expect.{key}[{position}]", f"unknown signature {signature!r}")
-        return tuple(ids)
-
-    expect = Expectation(
-        verdict=expect_fields.get("verdict", str),
-        signatures=signature_list("signatures"),
-        gloo_signatures=signature_list("gloo_signatures"),
-        nccl_signatures=signature_list("nccl_signatures"),
-    )
-    if expect.verdict not in VERDICTS:
-        top.fail("expect.verdict", f"{expect.verdict!r} is not one of {', '.join(VERDICTS)}")
-
-    answer_fields = _Fields(source, "answer", top.get("answer", dict), ("cause", "culprit", "fix"))
-    cause = answer_fields.get("cause", str)
-    if cause not in CAUSES_BY_ID:
-        top.fail("answer.cause", f"unknown cause {cause!r} (see `faultlab causes`)")
-    answer = AnswerKey(
-        cause=cause,
-        culprit=_parse_target(top, "answer.culprit", answer_fields.data.get("culprit"), ("job", "node", "rank"), topology),
-        fix=answer_fields.get("fix", str),
-    )
-
-    hints = top.get("hints", list, [])
-    for position, hint in enumerate(hints):
-        _check_type(top, f"hints[{position}]", hint, str)
-
-    env = top.get("env", dict, {})
-    for name, value in env.items():
-        if not isinstance(name, str) or not (name in ENV_ALLOWED_NAMES or name.startswith(ENV_ALLOWED_PREFIXES)):
-            top.fail(f"env.{name}", "not an allowed variable (MASTER_*, RANK-like, NCCL_*, GLOO_*, TORCH_*, CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS)")
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            top.fail(f"env.{name}", f"expected a string or number, got {_describe(value)}")
-
-    for index, fault in enumerate(faults):
-        if FAULT_KINDS_BY_ID[fault.kind].needs_hosts and not topology.hosts:
-            top.fail(f"faults[{index}].kind", f"{fault.kind} happens between hosts: set topology.hosts: true")
-    gpu_faults = any(FAULT_KINDS_BY_ID[fault.kind].gpu_only for fault in faults)
-    if gpu_faults and topology.backend != "nccl":
-        top.fail("topology.backend", "this scenario has GPU-only faults: the backend must be nccl")
-    default_gpus = topology.nodes * topology.gpus_per_node if topology.backend == "nccl" else 0
-    requires_gpus = top.get("requires_gpus", int, default_gpus)
-    if topology.backend == "nccl" and requires_gpus < 1:
-        top.fail("requires_gpus", "an nccl scenario needs at least one GPU")
-
+    _check_range(top, "difficulty", difficulty, 1, 5)
+    topology = _parse_topology(top)
+    faults = _parse_faults(top, topology)
+    timeout_s, deadline_s = _parse_timing(top)
     return Scenario(
         id=scenario_id,
         title=top.get("title", str),
         difficulty=difficulty,
         ticket=top.get("ticket", str).strip(),
         topology=topology,
-        faults=tuple(faults),
+        faults=faults,
         timeout_s=timeout_s,
         deadline_s=deadline_s,
-        expect=expect,
-        answer=answer,
-        hints=tuple(hints),
+        expect=_parse_expect(top),
+        answer=_parse_answer(top, topology),
+        hints=_text_list(top, "hints"),
         explain=top.get("explain", str).strip(),
-        env={name: str(value) for name, value in env.items()},
-        requires_gpus=requires_gpus,
+        env=_parse_env(top),
+        requires_gpus=_requires_gpus(top, topology, faults),
         path=source,
     )

@@ -12,6 +12,7 @@ import re
 
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
+from .textsafe import excerpt
 from .faults import Target
 from .records import Comparison
 from .scenario import Scenario
@@ -67,9 +68,9 @@ def parse_culprit(text: str) -> Target:
     cleaned = text.strip().lower()
     if cleaned in ("job", "all", "everyone", "the whole job"):
         return Target("job")
-    match = re.fullmatch(r"(rank|node|r|n)?\s*(\d+)", cleaned)
+    match = re.fullmatch(r"(rank|node|r|n)?\s*(\d{1,9})", cleaned)
     if not match:
-        raise BadInput(f"culprit {text!r}: say 'rank N', 'node N' or 'job'")
+        raise BadInput(f"culprit {excerpt(text)}: say 'rank N', 'node N' or 'job'")
     kind = "node" if (match.group(1) or "rank").startswith("n") else "rank"
     return Target(kind, int(match.group(2)))
 
@@ -82,16 +83,16 @@ def parse_ranks(text) -> tuple[int, ...]:
         items = [item for item in re.split(r"[\s,]+", str(text).strip()) if item]
     try:
         ranks = tuple(sorted({int(item) for item in items}))
-    except (TypeError, ValueError):
-        raise BadInput(f"deviating ranks {text!r}: give rank numbers, e.g. 0,1,3") from None
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"deviating ranks {excerpt(text)}: give rank numbers, e.g. 0,1,3") from None
     if any(rank < 0 for rank in ranks):
-        raise BadInput(f"deviating ranks {text!r}: ranks are not negative")
+        raise BadInput(f"deviating ranks {excerpt(text)}: ranks are not negative")
     return ranks
 
 
 def check_cause(cause: str) -> str:
     if cause not in CAUSES_BY_ID:
-        raise BadInput(f"cause {cause!r} is not in the cause catalog (see `faultlab causes`)")
+        raise BadInput(f"cause {excerpt(cause)} is not in the cause catalog (see `faultlab causes`)")
     return cause
 
 
@@ -158,8 +159,8 @@ def parse_used(text: str | None) -> dict[str, int]:
     used = {}
     for item in filter(None, (text or "").split(",")):
         kind, _, count = item.partition("=")
-        if not count.strip().isdigit():
-            raise BadInput(f"--used {text!r}: write KIND=COUNT pairs, e.g. hint=1,log=2")
+        if not re.fullmatch(r"\d{1,6}", count.strip()):
+            raise BadInput(f"--used {excerpt(text)}: write KIND=COUNT pairs, e.g. hint=1,log=2")
         used[kind.strip()] = int(count)
     return used
 
@@ -170,7 +171,7 @@ def answer_from_mapping(data, where: str) -> tuple[Answer, dict[str, int]]:
         raise BadInput(f"{where}: expected a mapping with cause, culprit, ranks, fix")
     unknown = set(data) - set(ANSWER_KEYS)
     if unknown:
-        raise BadInput(f"{where}: unknown key {sorted(map(str, unknown))[0]!r} (allowed: {', '.join(ANSWER_KEYS)})")
+        raise BadInput(f"{where}: unknown key {excerpt(sorted(map(str, unknown))[0])} (allowed: {', '.join(ANSWER_KEYS)})")
     missing = [key for key in ("cause", "culprit", "fix") if key not in data]
     if missing:
         raise BadInput(f"{where}: missing {missing[0]!r}")

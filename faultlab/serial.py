@@ -11,31 +11,30 @@ import functools
 import types
 import typing
 
+from .textsafe import excerpt
+
 
 class RecordError(ValueError):
     """A dict does not have the shape of the record it should become."""
 
 
-def read_json(path, what: str):
-    """The JSON document at `path`; BadInput ('not <what>') names the file and the problem."""
+def read_json(path, what: str, limit: int, looks_right=None):
+    """The JSON document at `path` (a regular file of at most `limit` bytes); BadInput
+    ('not <what>') names the file and the problem."""
     import json
 
     from .errors import BadInput
+    from .userfiles import read_bytes
 
+    data = read_bytes(path, limit, what, looks_right)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{path}: not {what}: not UTF-8 text (byte {error.start})") from None
+    except RecursionError:
+        raise BadInput(f"{path}: not {what}: nested too deeply") from None
+    except ValueError as error:
         raise BadInput(f"{path}: not {what}: {error}") from None
-
-
-def write_text_atomically(path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`: a reader
-    (or a crash) never sees a half-written file under the real name."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
 
 
 def to_dict(record) -> dict:
@@ -45,6 +44,11 @@ def to_dict(record) -> dict:
 @functools.lru_cache(maxsize=None)
 def _hints(cls) -> dict:
     return typing.get_type_hints(cls)
+
+
+def _key(key) -> str:
+    """A mapping key from foreign data, as it may appear in an error's field path."""
+    return excerpt(key) if not isinstance(key, str) or len(key) > 40 or not key.isprintable() else key
 
 
 def from_dict(cls, data, where: str = "record"):
@@ -71,7 +75,7 @@ def _convert(hint, value, where: str):
         raise RecordError(errors[0] if errors else f"{where}: unexpected null")
     if origin is typing.Literal:
         if value not in typing.get_args(hint):
-            raise RecordError(f"{where}: {value!r} is not one of {typing.get_args(hint)}")
+            raise RecordError(f"{where}: {excerpt(value)} is not one of {typing.get_args(hint)}")
         return value
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
@@ -83,7 +87,7 @@ def _convert(hint, value, where: str):
             raise RecordError(f"{where}: expected a mapping, got {type(value).__name__}")
         key_hint, value_hint = typing.get_args(hint)
         return {
-            _convert(key_hint, key, f"{where}.{key}"): _convert(value_hint, item, f"{where}.{key}")
+            _convert(key_hint, key, f"{where}.{_key(key)}"): _convert(value_hint, item, f"{where}.{_key(key)}")
             for key, item in value.items()
         }
     if dataclasses.is_dataclass(hint):
@@ -92,7 +96,7 @@ def _convert(hint, value, where: str):
         fields = {field.name: field for field in dataclasses.fields(hint)}
         unknown = sorted(set(value) - set(fields))
         if unknown:
-            raise RecordError(f"{where}: unknown field {unknown[0]!r}")
+            raise RecordError(f"{where}: unknown field {excerpt(unknown[0])}")
         hints = _hints(hint)
         kwargs = {}
         for name, field in fields.items():
@@ -103,10 +107,10 @@ def _convert(hint, value, where: str):
         return hint(**kwargs)
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise RecordError(f"{where}: expected a number, got {value!r}")
+            raise RecordError(f"{where}: expected a number, got {excerpt(value)}")
         return float(value)
     if hint in (int, str, bool):
         if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
-            raise RecordError(f"{where}: expected {hint.__name__}, got {value!r}")
+            raise RecordError(f"{where}: expected {hint.__name__}, got {excerpt(value)}")
         return value
     raise RecordError(f"{where}: cannot read a {hint!r}")

@@ -54,7 +54,9 @@ def fault_kinds_page() -> str:
     for kind in FAULT_KINDS:
         params = "<br>".join(
             f"`{p.name}` ({p.type.__name__}, default `{p.default!r}`"
-            + (f", one of {', '.join(repr(c) for c in p.choices if c)}" if p.choices else "") + f"): {p.help}"
+            + (f", one of {', '.join(repr(c) for c in p.choices if c)}" if p.choices else "")
+            + (f", {p.low:g}..{p.high:g}" if p.low is not None else "")
+            + (f", {p.shape[1]}" if p.shape else "") + f"): {p.help}"
             for p in kind.params
         ) or "-"
         layer = kind.layer + (" (GPU only)" if kind.gpu_only else "")

@@ -126,13 +126,13 @@ def test_run_that_does_not_reproduce_exits_1(cli, tmp_path):
     assert "Reproduced: NO (verdict healthy, expected crashed)" in result.output
 
 
-def test_a_store_of_another_version_is_refused_cleanly(tmp_path, cli):
+def test_a_store_of_a_newer_version_is_refused_cleanly(tmp_path, cli):
     import sqlite3
 
-    old = tmp_path / "old.db"
-    with sqlite3.connect(old) as db:
+    newer = tmp_path / "newer.db"
+    with sqlite3.connect(newer) as db:
         db.execute("CREATE TABLE recordings (id TEXT)")
-        db.execute("PRAGMA user_version=1")
-    result = cli("--db", old, "scores")
-    assert result.exit_code == ExitCode.ENVIRONMENT
-    assert "written by another faultlab version" in result.output and "Traceback" not in result.output
+        db.execute("PRAGMA user_version=99")
+    result = cli("--db", newer, "scores")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "written by a newer faultlab" in result.output and "Traceback" not in result.output

@@ -119,9 +119,10 @@ def test_scores_leaderboard_weak_spots_and_history(cli):
         cli("drill", "missing-set-device", "--replay", "--trainee", trainee, "--cause", cause,
             "--culprit", "job", "--ranks", "0,1", "--fix", RIGHT_FIX["missing-set-device"])
     board = json.loads(cli("scores", "--json").output)
-    assert [row[0] for row in board["leaderboard"]] == ["eve", "fay"]
-    assert board["leaderboard"][0][1] == 2
-    assert board["weak_spots"][0][0] == "missing-set-device" and board["weak_spots"][0][2] == 67.0
+    assert [row["trainee"] for row in board["leaderboard"]] == ["eve", "fay"]
+    assert board["leaderboard"][0]["drills"] == 2
+    weakest = board["weak_spots"][0]
+    assert weakest["cause"] == "missing-set-device" and weakest["cause_right_pct"] == 67.0
     history = cli("scores", "--trainee", "fay")
     assert "missing-set-device" in history.output and "Weak spots" in history.output
 
