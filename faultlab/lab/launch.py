@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..errors import EnvironmentProblem, Interrupted
+from ..errors import EnvironmentProblem, Interrupted, Terminated
 from ..records import Capture
 from . import netns
 from .agent import run_node_agent
@@ -99,8 +99,9 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
                                 agent_exits=processes.exit_codes(), agent_exit_times=dict(processes.exit_times),
                                 network=network, evidence=evidence)
         return read_capture(plan, run_dir, outcome)
-    except KeyboardInterrupt:
-        raise Interrupted("interrupted: every process of the run was stopped") from None
+    except KeyboardInterrupt as stop:
+        raise Interrupted("interrupted: every process of the run was stopped",
+                          by_sigterm=isinstance(stop, Terminated)) from None
     finally:
         processes.kill_all()
         if keep_logs is not None:

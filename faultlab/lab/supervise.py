@@ -14,6 +14,7 @@ import os
 import signal
 import time
 
+from ..errors import Terminated
 from .rundir import RunDir
 
 RUN_MARKER = "FAULTLAB_RUN"
@@ -112,7 +113,7 @@ def sigterm_as_interrupt():
     """Let SIGTERM to faultlab clean up the run as Ctrl-C does."""
 
     def on_sigterm(signum, frame):
-        raise KeyboardInterrupt
+        raise Terminated
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
