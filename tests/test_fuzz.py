@@ -198,7 +198,7 @@ def test_diagnose_reader_on_fuzzed_logs(tmp_path_factory, contents, names):
         (logs / name).write_bytes(content)
     db = tmp_path / "store" / "faultlab.db"
     result = CliRunner().invoke(main, ["--db", str(db), "diagnose", str(logs)], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code in (0, 1), result.output  # 1: no known signature
     assert "\x1b" not in result.output and "\x07" not in result.output and "\x9b" not in result.output
     assert diagnose.diagnose([logs]).files <= len(contents)  # the reader alone, as JSON output uses it
     assert not db.parent.exists(), "diagnose never creates the store"
