@@ -418,17 +418,25 @@ def test_unknown_pack_and_a_negative_top_are_refused(cli, tmp_path):
 
 @pytest.mark.live
 def test_sigterm_during_a_run_exits_143_and_cleans_up(tmp_path):
+    import glob
     import signal
+    import tempfile
     import time
 
     env = {**os.environ, "FAULTLAB_DB": str(tmp_path / "faultlab.db")}
-    process = subprocess.Popen([sys.executable, "-m", "faultlab.cli", "run", "skipped-collective"], env=env,
+    process = subprocess.Popen([sys.executable, "-m", "faultlab.cli", "run", "port-in-use"], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    time.sleep(6)  # past the baseline, into the hanging run
+    run_dirs = os.path.join(tempfile.gettempdir(), f"faultlab-run-{process.pid}-*")
+    for _ in range(600):  # until a launch of this faultlab is under way (the baseline's or the run's)
+        if glob.glob(run_dirs) or process.poll() is not None:
+            break
+        time.sleep(0.1)
+    time.sleep(1)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == ExitCode.TERMINATED, stderr
-    assert "faultlab: error: interrupted" in stderr
+    assert "faultlab: error: interrupted" in stderr and "Traceback" not in stderr
+    assert not glob.glob(run_dirs), "the run directory is removed"
 
 
 # --- the store module: no cycle ---------------------------------------------------------
