@@ -141,9 +141,7 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 if not self.path.exists():
                     _create(self.path)
-            self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
-                                       isolation_level=None)
-            self._migrate()
+            self._open(writable=not readonly or os.access(self.path, os.W_OK))
         except sqlite3.DatabaseError as error:
             self.close()
             raise self._unreadable(error) from None
@@ -161,6 +159,24 @@ class Store:
 
         for suffix in ("", "-wal", "-shm"):
             userfiles.guard(Path(f"{self.path}{suffix}"), "is the recording store")
+
+    def _open(self, writable: bool) -> None:
+        """Connect (never creating the file) and bring the schema up to date. A store this user
+        may only read is read as it is: without a write-ahead log beside it nobody is writing,
+        so it is read immutable (no -wal/-shm files are made); it cannot be migrated."""
+        uri = self.path.resolve().as_uri()
+        if writable:
+            uri += "?mode=rw"
+        else:
+            uri += "?mode=ro" + ("" if Path(f"{self.path}-wal").exists() else "&immutable=1")
+        self._db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        if writable:
+            self._migrate()
+            return
+        found = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if found != SCHEMA_VERSION:
+            raise StoreUnreadable(f"{self.path}: store schema {found}, this faultlab reads {SCHEMA_VERSION}, and "
+                                  "this user may not write it to upgrade it; open it once with write access")
 
     def _migrate(self) -> None:
         if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":

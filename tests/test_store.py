@@ -107,3 +107,25 @@ def test_a_file_that_is_not_a_store_is_one_error(tmp_path, content):
 def test_no_temporary_file_is_left_beside_a_new_store(tmp_path):
     Store(tmp_path / "s.db").close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
+
+
+def test_a_store_this_user_may_only_read_is_read_as_it_is(tmp_path, monkeypatch):
+    import os
+
+    path = tmp_path / "shared.db"
+    with Store(path) as store:
+        store.save(RUN)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if mode == os.W_OK else real_access(p, mode, **kw))
+    with Store(path, readonly=True) as store:
+        assert [r.id for r in store.recordings()] == [RUN.id]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_store_path_with_uri_characters_opens(tmp_path):
+    path = tmp_path / "a?b#c%20.db"
+    with Store(path) as store:
+        store.save(RUN)
+    with Store(path, readonly=True) as store:
+        assert store.has(RUN.id)
