@@ -1,0 +1,92 @@
+"""Running torch's own Flight Recorder analyzer on the dumps, and comparing its verdict with ours.
+
+torch's analyzer (`python -m torch.distributed.flight_recorder.fr_trace DIR`) unpickles its
+input with `pickle.load`, so it only ever sees pickles written here from validated records
+(`dumps.torch_form`), never a file as it came. gloo dumps are normalised first (their
+pg_config is keyed by '' while entries name group '0', which makes the analyzer fail).
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .dumps import torch_form
+from .records import Analysis, FlightRecorderCapture, TorchAnalyzerRun
+
+MODULE = "torch.distributed.flight_recorder.fr_trace"
+LIMIT_S = 60.0
+NOISE = ("UserWarning", "_conversion_method_template", "Failed to initialize NumPy")
+
+
+def run_torch_analyzer(capture: FlightRecorderCapture, python: str = sys.executable) -> TorchAnalyzerRun:
+    """torch's analyzer's report on the capture's dumps (its -j entry table, then its analysis)."""
+    if not capture.dumps:
+        return TorchAnalyzerRun(MODULE, None, "no dumps to analyse", ())
+    changes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="faultlab-fr-") as directory:
+        for dump in capture.dumps:
+            raw, changed = torch_form(dump)
+            changes += changed
+            (Path(directory) / f"rank_{dump.rank}").write_bytes(pickle.dumps(raw))
+        outputs, codes = [], []
+        for extra in (["-j"], []):
+            args = [python, "-m", MODULE, directory, "-p", "rank_", "--allow-incomplete-ranks", *extra]
+            code, text = _run(args)
+            codes.append(code)
+            outputs.append(text)
+    command = f"python -m {MODULE} DIR -p rank_ --allow-incomplete-ranks [-j]"
+    exit_code = None if None in codes else max(codes)
+    return TorchAnalyzerRun(command, exit_code, "\n".join(o for o in outputs if o).strip(), tuple(changes))
+
+
+def _run(args: list[str]) -> tuple[int | None, str]:
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=LIMIT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"could not run: {error}"
+    lines = (done.stdout + done.stderr).splitlines()
+    kept = [line for line in lines if not any(noise in line for noise in NOISE)]
+    if done.returncode != 0:  # its traceback: the last line says what failed
+        kept = [line for line in kept if not line.startswith((" ", "Traceback"))][-3:]
+    return done.returncode, "\n".join(kept)
+
+
+def agreement(analysis: Analysis, run: TorchAnalyzerRun | None) -> str:
+    """Where torch's analyzer and `analysis` agree, in one line ('' without a torch run)."""
+    if run is None:
+        return ""
+    if run.exit_code != 0:
+        return "torch's analyzer could not read these dumps (its output is shown as it is)"
+    said = _torch_verdict(run.output)
+    if said is None:
+        if analysis.divergence_seq is None:
+            return "agree: neither finds a collective the ranks did not issue alike"
+        return f"torch's analyzer reports no mismatch; this analysis finds #{analysis.divergence_seq}"
+    seq, ranks = said
+    parts = []
+    parts.append(("agree" if seq == analysis.divergence_seq else "differ") + f" on the sequence id (#{seq})")
+    if ranks:
+        same = set(ranks) == set(analysis.culprits)
+        parts.append(("agree" if same else "differ") + f" on the rank(s) named: torch {sorted(ranks)}, "
+                     f"here {sorted(analysis.culprits)}")
+    return "; ".join(parts)
+
+
+def _torch_verdict(output: str) -> tuple[int, tuple[int, ...]] | None:
+    """(sequence id, ranks torch names) from its report, or None when it reports nothing."""
+    seq = re.search(r"(?:sequence number:|Collective sequence number:)\s*(\d+)", output)
+    if seq is None:
+        return None
+    ranks: tuple[int, ...] = ()
+    culprit = re.search(r"Culprit rank (\d+)", output)
+    missing = re.search(r"missing ranks: \{([\d, ]+)\}", output)
+    if culprit:
+        ranks = (int(culprit.group(1)),)
+    elif missing:
+        ranks = tuple(int(r) for r in missing.group(1).split(","))
+    return int(seq.group(1)), ranks
