@@ -164,3 +164,22 @@ def test_torch_verdicts_are_read_and_compared():
     said = agreement(analysis, TorchAnalyzerRun("fr_trace", 0, output, ()))
     assert said == "agree on the sequence id (#2); agree on the rank(s) named: torch [2], here [2]"
     assert "could not read" in agreement(analysis, TorchAnalyzerRun("fr_trace", 1, "KeyError: ('0', 2)", ()))
+
+
+def test_a_runs_dump_files_become_a_capture_with_reasons_for_the_missing(tmp_path):
+    from faultlab.flight_recorder.run_dumps import RankDumpFile, read_run_dumps
+
+    write_dumps(tmp_path, {0: gloo_dump(4, ["all_reduce"] * 2, 1), 3: gloo_dump(4, ["all_reduce"] * 2, 1)}, "r")
+    (tmp_path / "r1").write_bytes(b"not a pickle")
+    files = [
+        RankDumpFile(0, tmp_path / "r0", "deadline", "killed_at_deadline", -9, "S"),
+        RankDumpFile(1, tmp_path / "r1", "error", "exited", 1, None),
+        RankDumpFile(2, tmp_path / "r2", None, "killed_at_deadline", -9, "T"),
+        RankDumpFile(3, tmp_path / "r3", None, "torn_down", -15, None),
+    ]
+    capture = read_run_dumps(files, 2000, 5)
+    assert [(d.rank, d.trigger) for d in capture.dumps] == [(0, "deadline"), (3, "terminated")]
+    reasons = {m.rank: m.reason for m in capture.missing}
+    assert reasons[1].startswith("unreadable dump:") and "stopped (SIGSTOP)" in reasons[2]
+    assert reasons[4] == "never started"
+    assert analyse(capture).culprits == (1, 2, 4)

@@ -14,6 +14,7 @@ from typing import Literal
 Trigger = Literal[
     "exit",  # the program ran to its end
     "error",  # the program raised (e.g. gloo's "Timed out waiting ...")
+    "terminated",  # torchrun tore it down with SIGTERM after another rank failed
     "deadline",  # faultlab asked before killing a rank still running at the deadline
     "file",  # read from a file torch wrote (diagnose): how it was triggered is unknown
 ]
