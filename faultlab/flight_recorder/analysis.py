@@ -129,7 +129,7 @@ def _lagging(group: str, progress: tuple[RankProgress, ...]) -> list[Finding]:
     behind = sorted(rank for rank, value in done.items() if value < ahead)
     if not behind:
         return []
-    shown = ", ".join(f"rank {rank} at #{done[rank]}" for rank in behind)
+    shown = ", ".join(f"rank {rank} at {seq_text(done[rank])}" for rank in behind)
     return [Finding("lagging", group, ahead, tuple(behind), f"last completed collective lags #{ahead}: {shown}")]
 
 
@@ -158,13 +158,20 @@ def _culprits(seq, op, findings, progress) -> tuple[tuple[int, ...], str]:
     return (), "the ranks issued different collectives and no rank is the odd one out"
 
 
+TRIGGER_WORDS = {"exit": "ran to its end", "error": "raised", "terminated": "was torn down (SIGTERM)",
+                 "deadline": "was still running at the deadline", "file": "dumped"}
+
+
+def seq_text(seq: int | None) -> str:
+    return "none" if seq is None or seq < 1 else f"#{seq}"
+
+
 def _absent_how(row: RankProgress, seq: int) -> str:
     if not row.dumped:
         return f"rank {row.rank} left no dump ({row.trigger})"
     where = "inside #" + ",".join(map(str, row.pending)) if row.pending else "outside any collective"
-    state = {"exit": "ran to its end", "error": "raised", "deadline": "was still running at the deadline"}
-    return (f"rank {row.rank} completed up to #{row.last_completed}, {where}, and "
-            f"{state.get(row.trigger, 'dumped')}")
+    return (f"rank {row.rank} had completed {seq_text(row.last_completed)}, was {where}, and "
+            f"{TRIGGER_WORDS.get(row.trigger, 'dumped')}")
 
 
 def analyse(capture: FlightRecorderCapture) -> Analysis:

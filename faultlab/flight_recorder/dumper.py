@@ -27,6 +27,7 @@ BUFFER_ENV = "TORCH_FR_BUFFER_SIZE"
 OLD_BUFFER_ENV = "TORCH_NCCL_TRACE_BUFFER_SIZE"  # the name before torch 2.7; still read
 READY_EVENT = "fr_ready"  # the worker answers REQUEST_SIGNAL from now on
 DUMP_EVENT = "fr_dump"
+FLIGHT_RECORDER_EVENTS = "fr_"  # the prefix of both: the capture reader keeps them out of the phases
 ANSWER_WAIT_S = 1.0  # how long faultlab waits for the answers at the deadline
 
 
@@ -59,6 +60,7 @@ class Dumper:
         self.path = Path(path)
         self._on_dump = on_dump
         self._lock = threading.Lock()
+        self._asked_at_deadline = False
 
     def dump(self, trigger: str) -> None:
         with self._lock:
@@ -86,9 +88,11 @@ class Dumper:
         while True:
             received = signal.sigwait(signals)
             if received == REQUEST_SIGNAL:
+                self._asked_at_deadline = True
                 self.dump("deadline")
                 continue
-            self.dump("terminated")
+            if not self._asked_at_deadline:  # after the deadline's dump, faultlab's SIGTERM adds nothing
+                self.dump("terminated")
             # End as the SIGTERM would have: unblocked on this thread, its action still SIG_DFL.
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             signal.pthread_kill(threading.get_ident(), signal.SIGTERM)

@@ -19,8 +19,10 @@ from .records import Entry, Frame, GroupConfig, GroupStatus, RankDump, Trigger
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024  # a 20,000-entry buffer with stacks is a few MB
 PLAIN_TYPES = (dict, list, tuple, str, int, float, bool, type(None), bytes)
-# torch names dumps <prefix><rank>: the rank is the trailing number of the file name.
+# torch names dumps <prefix><rank>: the rank is the trailing number of the file name;
+# a faultlab run directory names them node<N>-local<L>-rank<R>.fr.
 RANK_SUFFIX = re.compile(r"(\d+)$")
+RANK_IN_NAME = re.compile(r"rank(\d+)\.fr$")
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -57,7 +59,7 @@ def unpickle_plain(data: bytes, where: str):
 
 
 def rank_of_file(path: Path) -> int | None:
-    match = RANK_SUFFIX.search(path.name)
+    match = RANK_SUFFIX.search(path.name) or RANK_IN_NAME.search(path.name)
     return int(match.group(1)) if match else None
 
 

@@ -8,6 +8,7 @@ pg_config is keyed by '' while entries name group '0', which makes the analyzer 
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import re
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .analysis import analyse
 from .dumps import torch_form
 from .records import Analysis, FlightRecorderCapture, TorchAnalyzerRun
 
@@ -24,7 +26,7 @@ NOISE = ("UserWarning", "_conversion_method_template", "Failed to initialize Num
 
 
 def run_torch_analyzer(capture: FlightRecorderCapture, python: str = sys.executable) -> TorchAnalyzerRun:
-    """torch's analyzer's report on the capture's dumps (its -j entry table, then its analysis)."""
+    """torch's analyzer's report on the capture's dumps."""
     if not capture.dumps:
         return TorchAnalyzerRun(MODULE, None, "no dumps to analyse", ())
     changes: list[str] = []
@@ -33,15 +35,19 @@ def run_torch_analyzer(capture: FlightRecorderCapture, python: str = sys.executa
             raw, changed = torch_form(dump)
             changes += changed
             (Path(directory) / f"rank_{dump.rank}").write_bytes(pickle.dumps(raw))
-        outputs, codes = [], []
-        for extra in (["-j"], []):
-            args = [python, "-m", MODULE, directory, "-p", "rank_", "--allow-incomplete-ranks", *extra]
-            code, text = _run(args)
-            codes.append(code)
-            outputs.append(text)
-    command = f"python -m {MODULE} DIR -p rank_ --allow-incomplete-ranks [-j]"
-    exit_code = None if None in codes else max(codes)
-    return TorchAnalyzerRun(command, exit_code, "\n".join(o for o in outputs if o).strip(), tuple(changes))
+        code, output = _run([python, "-m", MODULE, directory, "-p", "rank_", "--allow-incomplete-ranks"])
+    command = f"python -m {MODULE} DIR -p rank_ --allow-incomplete-ranks"
+    return TorchAnalyzerRun(command, code, output.strip(), tuple(changes))
+
+
+def with_torch_analysis(capture):
+    """`capture` (a records.Capture) with torch's analyzer's report on its dumps, where the
+    dumps show a divergence to report on (it takes a fresh interpreter: a second or two)."""
+    recorder = capture.flight_recorder
+    if recorder is None or not recorder.dumps or analyse(recorder).divergence_seq is None:
+        return capture
+    return dataclasses.replace(capture, flight_recorder=dataclasses.replace(
+        recorder, torch_analyzer=run_torch_analyzer(recorder)))
 
 
 def _run(args: list[str]) -> tuple[int | None, str]:

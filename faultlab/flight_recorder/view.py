@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+import dataclasses
+
+from .analysis import analyse, seq_text
 from .records import Analysis, FlightRecorderCapture
+from .torch_analyzer import agreement
 
 MAX_OPS_SHOWN = 6
 
@@ -24,6 +28,13 @@ def _state(row) -> str:
     return "outside any collective"
 
 
+def flight_recorder_view(capture: FlightRecorderCapture) -> str:
+    """Analyse the capture and render it, torch's analyzer's report and the agreement included."""
+    analysis = analyse(capture)
+    analysis = dataclasses.replace(analysis, torch_agreement=agreement(analysis, capture.torch_analyzer))
+    return render_view(capture, analysis)
+
+
 def render_view(capture: FlightRecorderCapture, analysis: Analysis) -> str:
     """The Flight Recorder section of a run's report."""
     if capture.buffer_size == 0 and not capture.dumps:
@@ -33,12 +44,12 @@ def render_view(capture: FlightRecorderCapture, analysis: Analysis) -> str:
         rows.append([
             row.rank,
             row.trigger if row.dumped else f"no dump ({row.trigger})",
-            "-" if row.last_enqueued is None else row.last_enqueued,
-            "-" if row.last_completed is None else row.last_completed,
+            "-" if row.last_enqueued is None else seq_text(row.last_enqueued),
+            "-" if row.last_completed is None else seq_text(row.last_completed),
             _state(row),
             _ops(row, analysis.divergence_seq),
         ])
-    headers = ["rank", "dump", "enqueued", "completed", "when dumped", f"collectives of group {analysis.group}"]
+    headers = ["rank", "dump", "enqueued", "completed", "at dump time", f"collectives of group {analysis.group}"]
     lines = [f"Flight Recorder (buffer {capture.buffer_size}; {len(capture.dumps)} of {capture.world_size} ranks dumped)",
              tabulate(rows, headers=headers, tablefmt="simple")]
     if analysis.divergence_seq is not None:
