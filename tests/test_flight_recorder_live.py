@@ -40,7 +40,7 @@ def test_real_dumps_name_the_rank_that_never_joined(tmp_path):
     torch_run = run_torch_analyzer(evidence.capture)
     assert torch_run.exit_code == 0, torch_run.output
     assert "missing ranks: {2}" in torch_run.output
-    assert agreement(analysis, torch_run).startswith("agree on the sequence id (#2); agree on the rank(s)")
+    assert agreement(analysis, torch_run) == "agree on the sequence id (#2); agree on the rank(s): [2]"
 
 
 @pytest.mark.live

@@ -117,6 +117,13 @@ def _divergence(group, progress, capture) -> tuple[int | None, str | None, list[
                 findings.append(Finding("no-dump", group, seq, tuple(no_dump),
                                         f"{_ranks(no_dump)} left no dump: whether they joined #{seq} is unknown"))
             return seq, op_name, findings
+    failed = any(dump.trigger != "exit" for dump in dumped.values())
+    if no_dump and failed and last >= 1:
+        # gloo counts a collective that timed out as completed: the last collective of ranks
+        # that ended badly is where they stood, and the silent ranks may never have joined it.
+        op = collections.Counter(entries[rank][last].op_name for rank in dumped if last in entries[rank])
+        text = f"{_ranks(no_dump)} left no dump: whether they joined #{last}, where the others stood, is unknown"
+        return last, (op.most_common(1)[0][0] if op else None), [Finding("no-dump", group, last, tuple(no_dump), text)]
     return None, None, [Finding("no-dump", group, None, tuple(no_dump), f"{_ranks(no_dump)} left no dump")] \
         if no_dump else []
 
@@ -153,8 +160,8 @@ def _culprits(seq, op, findings, progress) -> tuple[tuple[int, ...], str]:
         return (), (f"{_ranks(joined)} issued #{seq} ({op}) and {_ranks(absent)} did not: "
                     "with as many on each side, the recorder cannot tell which side is wrong")
     if no_dump:
-        return no_dump.ranks, (f"{_ranks(joined)} wait in #{seq} ({op}) and {_ranks(no_dump.ranks)} left no dump "
-                               f"({'; '.join(rows[r].trigger for r in no_dump.ranks)}): the silent rank holds them up")
+        return no_dump.ranks, (f"{_ranks(joined)} stood in #{seq} ({op}) and {_ranks(no_dump.ranks)} left no dump "
+                               f"({'; '.join(rows[r].trigger for r in no_dump.ranks)}): the silent rank held them up")
     return (), "the ranks issued different collectives and no rank is the odd one out"
 
 
@@ -186,7 +193,8 @@ def analyse(capture: FlightRecorderCapture) -> Analysis:
         if seq is not None:
             break
     group, progress, seq, op, findings = chosen
-    findings = findings + _lagging(group, progress)
+    said = {rank for finding in findings for rank in finding.ranks}
+    findings = findings + [f for f in _lagging(group, progress) if not set(f.ranks) <= said]
     if seq is None:
         culprits, reason = (), _quiet_reason(progress)
     else:

@@ -35,13 +35,13 @@ def _missing_reason(rank: RankDumpFile) -> str:
     if rank.ending == "never_started":
         return "never started"
     if rank.state_when_asked == "T":
-        return "stopped (SIGSTOP) at the deadline: it could not answer the dump request"
+        return "stopped (state T): could not answer"
     if rank.ending == "killed_at_deadline":
-        return "did not answer the dump request at the deadline"
+        return "did not answer at the deadline"
     if rank.exit_code is not None and rank.exit_code < 0:
         name = signal.Signals(-rank.exit_code).name if -rank.exit_code in signal.valid_signals() else str(-rank.exit_code)
-        return f"killed by {name} before it could dump"
-    return "exited without a dump (no process group, or the recorder off)"
+        return f"killed by {name}"
+    return "exited without one"
 
 
 def read_run_dumps(ranks: list[RankDumpFile], buffer_size: int, world_size: int) -> FlightRecorderCapture:

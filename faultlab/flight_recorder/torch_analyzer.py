@@ -56,7 +56,7 @@ def _run(args: list[str]) -> tuple[int | None, str]:
     except (OSError, subprocess.TimeoutExpired) as error:
         return None, f"could not run: {error}"
     lines = (done.stdout + done.stderr).splitlines()
-    kept = [line for line in lines if not any(noise in line for noise in NOISE)]
+    kept = list(dict.fromkeys(line for line in lines if not any(noise in line for noise in NOISE)))
     if done.returncode != 0:  # its traceback: the last line says what failed
         kept = [line for line in kept if not line.startswith((" ", "Traceback"))][-3:]
     return done.returncode, "\n".join(kept)
@@ -68,31 +68,35 @@ def agreement(analysis: Analysis, run: TorchAnalyzerRun | None) -> str:
         return ""
     if run.exit_code != 0:
         return "torch's analyzer could not read these dumps (its output is shown as it is)"
+    undecided = re.search(r"missed FR dumps from ranks \(\{([\d, ]+)\}\)", run.output)
+    if undecided:
+        return (f"torch's analyzer cannot decide without the dumps of ranks {{{undecided.group(1)}}}; "
+                f"here the rank(s) without a dump are named: {sorted(analysis.culprits)}")
     said = _torch_verdict(run.output)
     if said is None:
         if analysis.divergence_seq is None:
             return "agree: neither finds a collective the ranks did not issue alike"
         return f"torch's analyzer reports no mismatch; this analysis finds #{analysis.divergence_seq}"
-    seq, ranks = said
-    parts = []
-    parts.append(("agree" if seq == analysis.divergence_seq else "differ") + f" on the sequence id (#{seq})")
-    if ranks:
-        same = set(ranks) == set(analysis.culprits)
-        parts.append(("agree" if same else "differ") + f" on the rank(s) named: torch {sorted(ranks)}, "
-                     f"here {sorted(analysis.culprits)}")
+    seq, ranks, kind = said
+    parts = [("agree" if seq == analysis.divergence_seq else "differ") + f" on the sequence id (#{seq})"]
+    if set(ranks) == set(analysis.culprits):
+        parts.append(f"agree on the rank(s): {sorted(ranks)}")
+    elif kind == "missing":
+        parts.append(f"torch lists the ranks missing from it, {sorted(ranks)}; here the odd one out is named, "
+                     f"{sorted(analysis.culprits) or 'none'}")
+    else:
+        parts.append(f"differ on the culprit: torch {sorted(ranks)}, here {sorted(analysis.culprits)}")
     return "; ".join(parts)
 
 
-def _torch_verdict(output: str) -> tuple[int, tuple[int, ...]] | None:
-    """(sequence id, ranks torch names) from its report, or None when it reports nothing."""
+def _torch_verdict(output: str) -> tuple[int, tuple[int, ...], str] | None:
+    """(sequence id, ranks torch names, 'culprit' or 'missing') from its report, or None."""
     seq = re.search(r"(?:sequence number:|Collective sequence number:)\s*(\d+)", output)
     if seq is None:
         return None
-    ranks: tuple[int, ...] = ()
     culprit = re.search(r"Culprit rank (\d+)", output)
-    missing = re.search(r"missing ranks: \{([\d, ]+)\}", output)
     if culprit:
-        ranks = (int(culprit.group(1)),)
-    elif missing:
-        ranks = tuple(int(r) for r in missing.group(1).split(","))
-    return int(seq.group(1)), ranks
+        return int(seq.group(1)), (int(culprit.group(1)),), "culprit"
+    missing = re.search(r"missing ranks: \{([\d, ]+)\}", output)
+    ranks = tuple(int(r) for r in missing.group(1).split(",")) if missing else ()
+    return int(seq.group(1)), ranks, "missing"

@@ -25,6 +25,8 @@ def _state(row) -> str:
         return "-"
     if row.pending:
         return "inside #" + ",".join(map(str, row.pending))
+    if row.trigger == "error":  # gloo counts a collective that raised as completed
+        return f"had raised (last: {seq_text(row.last_enqueued)})"
     return "outside any collective"
 
 
