@@ -183,3 +183,22 @@ def test_a_runs_dump_files_become_a_capture_with_reasons_for_the_missing(tmp_pat
     assert reasons[1].startswith("unreadable dump:") and reasons[2] == "stopped (state T): could not answer"
     assert reasons[4] == "never started"
     assert analyse(capture).culprits == (1, 2, 4)
+
+
+def test_diagnose_reads_a_directory_of_dumps_alone(tmp_path, cli):
+    waiting = gloo_dump(4, ["all_reduce"] * 2, 2)
+    write_dumps(tmp_path, {0: waiting, 1: waiting, 3: waiting})
+    result = cli("diagnose", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "Culprit: rank 2 (Flight Recorder: ranks 0, 1, 3 stood in #2 (all_reduce)" in result.output
+    assert "1. frozen-rank" in result.output
+
+
+def test_diagnose_refuses_a_crafted_dump_in_one_line(tmp_path, cli):
+    marker = tmp_path / "ran"
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "nccl_trace_rank_0").write_bytes(pickle.dumps(ShellOut(marker)))
+    result = cli("diagnose", tmp_path / "logs")
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0 and "not a Flight Recorder dump" in result.output
+    assert not marker.exists()

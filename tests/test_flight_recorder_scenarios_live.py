@@ -52,3 +52,15 @@ def test_frozen_rank_evidence_travels_through_json_bundles_and_replay(tmp_path, 
         replayed = replay_file(load(ROOT / "scenarios" / "frozen-rank.yaml"), recorded, other)
     assert not replayed.live and replayed.reproduced
     assert analyse(replayed.capture.flight_recorder).culprits == (2,)
+
+
+@pytest.mark.live
+def test_diagnose_names_the_frozen_rank_from_a_real_run_directory(tmp_path, cli):
+    logs = tmp_path / "logs"
+    cli("run", "frozen-rank", "--logs", logs)
+    assert sorted(path.name for path in logs.rglob("*.fr")) == [
+        "node0-local0-rank0.fr", "node0-local1-rank1.fr", "node1-local1-rank3.fr"]
+    result = cli("diagnose", logs)
+    assert result.exit_code == 0, result.output
+    assert "Culprit: rank 2" in result.output and "(Flight Recorder:" in result.output
+    assert "1. frozen-rank" in result.output

@@ -52,7 +52,8 @@ def render_view(capture: FlightRecorderCapture, analysis: Analysis) -> str:
             _ops(row, analysis.divergence_seq),
         ])
     headers = ["rank", "dump", "enqueued", "completed", "at dump time", f"collectives of group {analysis.group}"]
-    lines = [f"Flight Recorder (buffer {capture.buffer_size}; {len(capture.dumps)} of {capture.world_size} ranks dumped)",
+    buffer = f"buffer {capture.buffer_size}; " if capture.buffer_size else ""
+    lines = [f"Flight Recorder ({buffer}{len(capture.dumps)} of {capture.world_size} ranks dumped)",
              tabulate(rows, headers=headers, tablefmt="simple")]
     if analysis.divergence_seq is not None:
         lines.append(f"Divergence: #{analysis.divergence_seq} ({analysis.divergence_op}) in group {analysis.group}")
