@@ -202,3 +202,22 @@ def test_diagnose_refuses_a_crafted_dump_in_one_line(tmp_path, cli):
     assert result.exit_code == 2
     assert result.output.strip().count("\n") == 0 and "not a Flight Recorder dump" in result.output
     assert not marker.exists()
+
+
+def test_a_drill_offers_the_flight_recorder_at_its_cost(db):
+    from click.testing import CliRunner
+
+    from faultlab import score
+    from faultlab.cli import main
+    from faultlab.store import Store
+
+    keys = "fr\nanswer\nfrozen-rank\nrank 2\n2\nfind what stopped rank 2's process and restart\n"
+    result = CliRunner().invoke(main, ["--db", str(db), "drill", "frozen-rank", "--replay", "--trainee", "ida"],
+                                input=keys, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert f"-{score.COSTS['fr']}" in result.output
+    assert "no dump (stopped (state T): could not answer)" in result.output
+    assert "Culprit from the recorder: rank 2" in result.output
+    with Store(db) as store:
+        (drill,) = store.drills(trainee="ida")
+        assert drill.used == {"fr": 1}

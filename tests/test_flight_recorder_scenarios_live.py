@@ -58,6 +58,7 @@ def test_frozen_rank_evidence_travels_through_json_bundles_and_replay(tmp_path, 
 def test_diagnose_names_the_frozen_rank_from_a_real_run_directory(tmp_path, cli):
     logs = tmp_path / "logs"
     cli("run", "frozen-rank", "--logs", logs)
+    logs = logs / "run"  # the faulted run's directory (a fresh store keeps its baseline's beside it)
     assert sorted(path.name for path in logs.rglob("*.fr")) == [
         "node0-local0-rank0.fr", "node0-local1-rank1.fr", "node1-local1-rank3.fr"]
     result = cli("diagnose", logs)
