@@ -221,3 +221,14 @@ def test_a_drill_offers_the_flight_recorder_at_its_cost(db):
     with Store(db) as store:
         (drill,) = store.drills(trainee="ida")
         assert drill.used == {"fr": 1}
+
+
+def test_gloo_counting_a_timed_out_collective_as_completed_still_points_at_the_silent_rank():
+    """Measured on gloo: ranks that timed out in #2 may dump with #2 'completed'."""
+    timed_out = gloo_dump(4, ["all_reduce"] * 2, 2)
+    capture = capture_of({0: timed_out, 1: timed_out, 3: timed_out}, 4, missing=[(2, "stopped (state T)")])
+    analysis = analyse(capture)
+    assert (analysis.divergence_seq, analysis.culprits) == (2, (2,))
+    healthy_but_lost = FlightRecorderCapture(100, 2, tuple(
+        parse_dump(gloo_dump(2, ["all_reduce"], 1), 0, "exit", "r0", "t") for _ in range(1)), (MissingDump(1, "x"),))
+    assert analyse(healthy_but_lost).culprits == ()  # every rank that dumped finished: nothing held up
