@@ -137,6 +137,21 @@ CAUSES: tuple[Cause, ...] = (
         prevent="Keep rank-0-only work short or outside the training loop; measure per-rank step times.",
     ),
     Cause(
+        id="frozen-rank",
+        title="One rank is frozen: alive, silent, and holding every collective",
+        what=(
+            "A rank's process stops running without dying: stopped by a signal (SIGSTOP, a debugger, "
+            "a suspended container), stuck in uninterruptible I/O, or swapped out. It prints nothing "
+            "and never errors; every other rank waits in the next collective until its timeout."
+        ),
+        confirm=(
+            "The Flight Recorder: every other rank is inside the same collective and the frozen rank "
+            "cannot even dump (no dump, state T or D in /proc/<pid>/stat); its last log line is old."
+        ),
+        fix="Find what stopped it (kill -CONT, the debugger, the node's dmesg), then restart the job from a checkpoint.",
+        prevent="Watch per-rank heartbeats; dump the Flight Recorder on timeout so a silent rank stands out.",
+    ),
+    Cause(
         id="no-launcher",
         title="The script was started with plain python, not torchrun",
         what="Without a launcher, RANK, WORLD_SIZE, MASTER_ADDR and LOCAL_RANK are not set.",

@@ -16,6 +16,7 @@ from pathlib import Path
 from . import cause_rules
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
+from .flight_recorder.evidence import DumpEvidence, evidence_from_dumps, merge_into
 from .log_facts import read_facts, untouched_pid
 from .log_scan import (ERROR_LINES_KEPT, NODE_IN_PATH, RANK_IN_PATH, Evidence, log_files, number_in, scan_all,
                        scan_stream)
@@ -51,6 +52,7 @@ class Diagnosis:
     notes: tuple[str, ...]  # files skipped (binary, unreadable, empty)
     files: int
     bytes: int
+    flight_recorder: DumpEvidence | None = None  # where Flight Recorder dumps were among the inputs
 
     @property
     def exit_code(self) -> int:
@@ -111,7 +113,8 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
         raise BadInput("; ".join(missing))
     scans += scan_all(files, workers)
     notes += file_notes + missing + [scan.note for scan in scans if scan.note]
-    return _assemble(scans, files, notes, cause_counts, inputs=len(files) + reads_stdin)
+    found = _assemble(scans, files, notes, cause_counts, inputs=len(files) + reads_stdin)
+    return _with_flight_recorder(found, [path for path in paths if str(path) != STDIN])
 
 
 def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
@@ -220,3 +223,8 @@ def _next_check(causes) -> str:
         first, second = CAUSES_BY_ID[causes[0].cause], CAUSES_BY_ID[causes[1].cause]
         return f"To tell {first.id} from {second.id}: {first.confirm} / {second.confirm}"
     return CAUSES_BY_ID[causes[0].cause].confirm if causes else ""
+
+
+def _with_flight_recorder(found: Diagnosis, paths: list[Path]) -> Diagnosis:
+    """Flight Recorder dumps and torchrun error files among `paths`, weighed in (flight_recorder.evidence)."""
+    return merge_into(found, evidence_from_dumps(paths))

@@ -126,6 +126,15 @@ class DrillSession:
         self.used["symptoms"] += 1
         return self.recording
 
+    def flight_recorder(self):
+        """Every rank's Flight Recorder dump (FlightRecorderCapture); None, free, in a
+        recording made without the recorder."""
+        found = self.recording.capture.flight_recorder
+        if found is None:
+            return None
+        self.used["fr"] += 1
+        return found
+
     def hint(self) -> tuple[int, str] | None:
         """(number, text) of the next hint, or None when all were taken."""
         if self.used["hint"] >= len(self.scenario.hints):

@@ -15,6 +15,7 @@ _EVIDENCE = {
     "launcher": (True, lambda session, n: drill_screens.launcher(session.launcher(n))),
     "network": (True, lambda session, n: drill_screens.network(session.network(n))),
     "symptoms": (False, lambda session, _: drill_screens.symptoms(session.symptoms())),
+    "fr": (False, lambda session, _: drill_screens.flight_recorder(session.flight_recorder())),
     "hint": (False, lambda session, _: drill_screens.hint(session.hint())),
 }
 

@@ -159,6 +159,42 @@ def _slow_rank(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.patches.append(CodePatch("before_init", after=guarded))
 
 
+# Faults whose evidence is the Flight Recorder happen mid-job: every rank first runs one
+# training step (collective #1), so the divergence shows at a sequence id past the first.
+TRAINING_STEP = "grads = torch.ones(1, device=device)\ndist.all_reduce(grads)  # training step 1\n"
+
+
+def _after_training_step(draft: PlanDraft, body: str) -> None:
+    if not any(patch.after.startswith(TRAINING_STEP) for patch in draft.patches if patch.point == "before_collective"):
+        draft.patches.append(CodePatch("before_collective", after=TRAINING_STEP))
+    draft.patches.append(CodePatch("before_collective", after=body))
+
+
+def _freeze_rank(draft: PlanDraft, target: Target, params: dict) -> None:
+    body = "import signal\nos.kill(os.getpid(), signal.SIGSTOP)  # stopped: alive, silent, never resumed\n"
+    _after_training_step(draft, _rank_guard(target, body))
+
+
+def _extra_collective(draft: PlanDraft, target: Target, params: dict) -> None:
+    body = ("val_loss = torch.ones(1, device=device)  # validation, only on this rank\n"
+            "dist.all_reduce(val_loss)\n")
+    _after_training_step(draft, _rank_guard(target, body))
+
+
+def _swap_collectives(draft: PlanDraft, target: Target, params: dict) -> None:
+    _after_training_step(draft, "config = torch.zeros(1, device=device)\n")
+    draft.patches.append(CodePatch("collective", replace=(
+        f"if rank == {target.index}:  # this rank syncs its config first\n"
+        "    dist.broadcast(config, src=0)\n    dist.all_reduce(x)\n"
+        "else:\n    dist.all_reduce(x)\n    dist.broadcast(config, src=0)\n")))
+
+
+def _busy_rank(draft: PlanDraft, target: Target, params: dict) -> None:
+    body = (f"end = time.time() + {params['seconds']}  # {params['work']}, only on this rank\n"
+            "w = torch.rand(64, 64)\nwhile time.time() < end:\n    w = torch.tanh(w @ w)\n")
+    _after_training_step(draft, _rank_guard(target, body))
+
+
 def _plain_python(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.launcher = "python"
 
@@ -300,6 +336,42 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
             Param("where", str, "collective", "before 'init' or before the 'collective'", ("init", "collective")),
             Param("work", str, "validation pass", "what the extra work is, as the code comment says",
                   shape=(identity.PHRASE, "a short phrase (letters, digits, spaces, , . ( ) / _ -)")),
+        ),
+    ),
+    FaultKind(
+        id="freeze-rank",
+        summary="After a training step, one rank's process is stopped (SIGSTOP): alive, silent, holding the others.",
+        cause="frozen-rank",
+        layer="code",
+        targets=("rank",),
+        apply=_freeze_rank,
+    ),
+    FaultKind(
+        id="extra-collective",
+        summary="After a training step, one rank runs a validation all_reduce the others skip.",
+        cause="collective-mismatch",
+        layer="code",
+        targets=("rank",),
+        apply=_extra_collective,
+    ),
+    FaultKind(
+        id="swap-collectives",
+        summary="One rank issues broadcast then all_reduce; every other rank all_reduce then broadcast.",
+        cause="collective-mismatch",
+        layer="code",
+        targets=("rank",),
+        apply=_swap_collectives,
+    ),
+    FaultKind(
+        id="busy-rank",
+        summary="After a training step, one rank computes for a long time outside any collective.",
+        cause="straggler-rank",
+        layer="code",
+        targets=("rank",),
+        apply=_busy_rank,
+        params=(
+            Param("seconds", float, 60.0, "how long it computes"),
+            Param("work", str, "re-ranking the eval set", "what the computation is, as the code comment says"),
         ),
     ),
     FaultKind(

@@ -117,10 +117,12 @@ class LocalLauncher:
 
     def capture(self, scenario: Scenario, backend: str, *, healthy: bool = False,
                 extra_env: dict[str, str] | None = None, keep_logs: Path | None = None) -> Capture:
+        from .flight_recorder.torch_analyzer import with_torch_analysis
         from .lab.launch import launch
 
         plan = build_plan(scenario, backend, healthy=healthy, host_gpus=self.host.gpus, extra_env=extra_env)
-        return launch(plan, keep_logs=keep_logs)
+        capture = launch(plan, keep_logs=keep_logs)
+        return capture if healthy else with_torch_analysis(capture)
 
     def healthy_backend(self, scenario: Scenario, backend: str) -> tuple[str, str]:
         """The backend of the healthy baseline, and why. A healthy NCCL run needs a GPU per

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from .flight_recorder.records import FlightRecorderCapture
+
 # How a worker's life ended, as faultlab could establish it.
 Ending = Literal[
     "exited",  # the program ran to its end or raised; exit_code says which
@@ -104,6 +106,9 @@ class Capture:
     program: str
     ranks: tuple[RankCapture, ...]
     nodes: tuple[NodeCapture, ...]
+    # Each rank's Flight Recorder dump, or why it has none; None in recordings made before
+    # faultlab kept the recorder on.
+    flight_recorder: FlightRecorderCapture | None = None
 
     def rank_for_slot(self, node: int, local_rank: int) -> RankCapture | None:
         for rank in self.ranks:

@@ -11,6 +11,8 @@ import collections
 import dataclasses
 
 from .causes import CAUSES
+from .flight_recorder.analysis import analyse
+from .flight_recorder.view import render_view
 from .records import Recording, Symptom
 from .symptoms import SIGNATURES_BY_ID
 
@@ -49,6 +51,19 @@ class SymptomSection:
 
 
 @dataclasses.dataclass(frozen=True)
+class RecorderSection:
+    """What the Flight Recorder showed for one cause, in one recording."""
+
+    cause: str
+    scenario_id: str
+    recording_id: str
+    versions: str
+    replayed: bool
+    shows: str  # the analysis's culprit and reason, or that it saw no divergence
+    view: str  # the per-rank table as faultlab run prints it
+
+
+@dataclasses.dataclass(frozen=True)
 class Runbook:
     sections: tuple[SymptomSection, ...]
     by_cause: dict[str, tuple[str, ...]]  # cause -> signatures seen with it
@@ -58,6 +73,7 @@ class Runbook:
     recordings: tuple[Recording, ...]  # the faulted runs, for the timelines
     baselines: dict[str, Recording]  # run id -> its baseline, where available
     cause_of: dict[str, str]  # scenario id -> cause id
+    flight_recorder: tuple[RecorderSection, ...] = ()  # per cause, from recordings that carry dumps
 
 
 def platform_of(recording: Recording) -> str:
@@ -123,7 +139,28 @@ def build(recordings: list[Recording], baselines: dict[str, Recording], cause_of
         recordings=tuple(sorted(runs, key=lambda r: r.scenario_id)),
         baselines=baselines,
         cause_of=cause_of,
+        flight_recorder=_recorder_sections(runs, cause_of),
     )
+
+
+def _recorder_sections(runs: list[Recording], cause_of: dict[str, str]) -> tuple[RecorderSection, ...]:
+    """Per cause, one recording's Flight Recorder reading: one that diverges where there is one."""
+    chosen: dict[str, tuple[Recording, object]] = {}
+    for recording in sorted(runs, key=lambda r: (not r.live, r.scenario_id)):
+        recorder = recording.capture.flight_recorder
+        cause = cause_of.get(recording.scenario_id)
+        if recorder is None or cause is None:
+            continue
+        analysis = analyse(recorder)
+        if cause not in chosen or (chosen[cause][1].divergence_seq is None and analysis.divergence_seq is not None):
+            chosen[cause] = (recording, analysis)
+    sections = []
+    for cause, (recording, analysis) in sorted(chosen.items()):
+        culprit = ", ".join(f"rank {rank}" for rank in analysis.culprits) or "no culprit named"
+        shows = f"{culprit}: {analysis.reason}" if analysis.divergence_seq is not None else analysis.reason
+        sections.append(RecorderSection(cause, recording.scenario_id, recording.id, versions_of(recording),
+                                        not recording.live, shows, render_view(recording.capture.flight_recorder, analysis)))
+    return tuple(sections)
 
 
 def _cause_evidence(recordings: list[Recording], cause_of: dict[str, str]) -> tuple[CauseEvidence, ...]:

@@ -30,6 +30,7 @@ COSTS = {
     "launcher": 3,  # one node's launch command, environment and launcher log
     "network": 3,  # one simulated host's addresses, routes, listening ports and firewall rules
     "symptoms": 5,  # the matched signature catalog entries
+    "fr": 5,  # every rank's Flight Recorder dump, analysed across ranks
     "debug": 5,  # a live re-run with a debug knob
 }
 

@@ -13,6 +13,9 @@ import re
 import signal
 from pathlib import Path
 
+from ..flight_recorder.dumper import DUMP_EVENT, FLIGHT_RECORDER_EVENTS, buffer_size
+from ..flight_recorder.records import FlightRecorderCapture
+from ..flight_recorder.run_dumps import RankDumpFile, read_run_dumps
 from ..records import Capture, NodeCapture, PhaseEvent, RankCapture
 from .plan import LaunchPlan, NodeLaunch
 from .rundir import RunDir, Slot
@@ -68,6 +71,8 @@ def _read_events(path: Path, t0: float) -> tuple[tuple[PhaseEvent, ...], dict]:
         try:
             record = json.loads(line)
         except ValueError:  # a line cut short by a kill
+            continue
+        if record["phase"].startswith(FLIGHT_RECORDER_EVENTS):  # dumps, not phases of the program
             continue
         events.append(PhaseEvent(phase=record["phase"], t=round(record["t"] - t0, 3)))
         if record["phase"] == "start":
@@ -194,4 +199,34 @@ def read_capture(plan: LaunchPlan, run_dir: RunDir, outcome: LaunchOutcome) -> C
         program=plan.program,
         ranks=tuple(ranks),
         nodes=tuple(nodes),
+        flight_recorder=_read_flight_recorder(plan, run_dir, ranks),
     )
+
+
+def _last_dump_trigger(events: Path) -> str | None:
+    trigger = None
+    for line in _read_text(events).splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("phase") == DUMP_EVENT and "bytes" in record:
+            trigger = record.get("trigger")
+    return trigger
+
+
+def _read_flight_recorder(plan: LaunchPlan, run_dir: RunDir, ranks: list[RankCapture]) -> FlightRecorderCapture | None:
+    """Every rank's dump, or why it has none (None when the run had the recorder off)."""
+    size = buffer_size(dict(plan.nodes[0].env)) if plan.nodes else 0
+    if size == 0:
+        return None
+    try:
+        asked = json.loads(run_dir.dump_requests.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no deadline, so nobody was asked
+        asked = {}
+    files = []
+    for rank in ranks:
+        slot = run_dir.find_slot(rank.node, rank.local_rank)
+        files.append(RankDumpFile(rank.shown_rank, slot.flight_recorder, _last_dump_trigger(slot.events),
+                                  rank.ending, rank.exit_code, asked.get(str(rank.pid))))
+    return read_run_dumps(files, size, plan.world_size)

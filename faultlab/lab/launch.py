@@ -11,12 +11,14 @@ namespace, or simulated hosts) and its deadline; supervise.py ends every process
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import time
 import uuid
 from pathlib import Path
 
 from ..errors import EnvironmentProblem, Interrupted, Terminated
+from ..flight_recorder import dumper as flight_recorder
 from ..records import Capture
 from . import netns
 from .agent import run_node_agent
@@ -89,6 +91,8 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
                 evidence: dict[int, str] = {}
                 hit_deadline = _wait_for_agents(processes, plan, t0, hosts, evidence)
                 end_t = time.time() - t0
+                if hit_deadline:
+                    _ask_for_dumps(plan, run_dir)
                 if hosts and not evidence:
                     evidence.update(hosts.evidence_of_all())
                 processes.kill_all()
@@ -138,3 +142,19 @@ def _wait_for_agents(processes: RunProcesses, plan: LaunchPlan, t0: float, hosts
         time.sleep(0.02)
     processes.note_exits(time.time() - t0)
     return not processes.all_exited()
+
+
+def _ask_for_dumps(plan: LaunchPlan, run_dir: RunDir) -> None:
+    """At the deadline, before the kill: every live worker that can answer writes its Flight
+    Recorder dump; the state each was in is noted (a stopped one cannot answer)."""
+    workers = []
+    for node in plan.nodes:
+        for slot, pid in run_dir.started_workers(node.index):
+            try:
+                ready = flight_recorder.READY_EVENT in slot.events.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if ready:  # it takes the request on a thread of its own; without one it would die of it
+                workers.append((pid, slot.flight_recorder))
+    states = flight_recorder.request_dumps(workers)
+    run_dir.dump_requests.write_text(json.dumps({str(pid): state for pid, state in states.items()}), encoding="utf-8")

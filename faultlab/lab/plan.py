@@ -20,6 +20,10 @@ LOOPBACK = "127.0.0.1"
 # name (which may point at a LAN address) or NCCL skip "lo" as it does by default.
 LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 HOSTS_ENV = {"GLOO_SOCKET_IFNAME": "eth0", "NCCL_SOCKET_IFNAME": "eth0"}  # simulated hosts' link
+# Every run keeps PyTorch's Flight Recorder on (the last 2000 collectives of each rank, as
+# torch's docs suggest), so every recording carries each rank's dump.
+FLIGHT_RECORDER_ENV = "TORCH_FR_BUFFER_SIZE"
+FLIGHT_RECORDER_BUFFER = "2000"
 # Variables torch reads once, when it is imported: a worker forked from a launcher that
 # imported torch without them would ignore them, so their runs start fresh interpreters.
 IMPORT_TIME_ENV = ("TORCH_DISTRIBUTED_DEBUG", "TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES", "TORCH_LOGS")
@@ -116,6 +120,7 @@ def _draft(scenario: Scenario, backend: str, healthy: bool, extra_env: dict[str,
     )
     for node in draft.nodes:
         node.env.update(HOSTS_ENV if topology.hosts else LOOPBACK_ENV)
+        node.env[FLIGHT_RECORDER_ENV] = FLIGHT_RECORDER_BUFFER  # a scenario's env may change it
         node.env.update(scenario.env)
         node.env.update(extra_env or {})
     if not healthy:

@@ -8,6 +8,8 @@ name of its own. Layout:
       train.py                         the program every worker runs (a real file)
       node<N>.launcher.log             node N's launcher: its own stdout and stderr
       ranks/node<N>-local<L>-rank<R>.{events,stdout,stderr,status}
+      ranks/node<N>-local<L>-rank<R>.fr  its Flight Recorder dump, as torch pickles it
+      flight_recorder_requests.json    the state of each live worker asked to dump at the deadline
       torchelastic/                    torch's own per-attempt logs (not kept)
 """
 
@@ -47,6 +49,10 @@ class Slot:
     def status(self) -> Path:
         return self.stem.with_suffix(".status")
 
+    @property
+    def flight_recorder(self) -> Path:
+        return self.stem.with_suffix(".fr")
+
 
 def slot_name(node: int, local_rank: int, rank: int | None = None) -> str:
     """A worker's file stem: node index in the plan, local rank, and the global rank its
@@ -75,6 +81,10 @@ class RunDir:
     @property
     def torchelastic(self) -> Path:
         return self.root / "torchelastic"
+
+    @property
+    def dump_requests(self) -> Path:
+        return self.root / "flight_recorder_requests.json"
 
     def launcher_log(self, node: int) -> Path:
         return self.root / f"node{node}.launcher.log"

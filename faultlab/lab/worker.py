@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..flight_recorder import dumper as flight_recorder
 from .program import PROGRAM_NAME
 from .rundir import RunDir
 
@@ -167,10 +168,16 @@ def run_worker(
         local_rank=local_rank,
         group_rank=os.environ.get("GROUP_RANK"),
     )
+    dumper = None
+    if flight_recorder.buffer_size() > 0:
+        dumper = flight_recorder.Dumper(slot.flight_recorder, phases.emit)
+        dumper.answer_signals()
     _install_tracing(phases)
     if store_host_workers:
         _wait_for_store_host_forks(directory, store_host_workers)
     exit_code = _run_program(directory, phases)
+    if dumper is not None:
+        dumper.dump("exit" if exit_code == 0 else "error")
     phases.emit("exit", code=exit_code)
     sys.stdout.flush()
     sys.stderr.flush()

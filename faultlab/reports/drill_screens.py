@@ -6,6 +6,7 @@ import textwrap
 
 from tabulate import tabulate
 
+from ..flight_recorder.view import flight_recorder_view
 from ..launchers import DEBUG_KNOBS
 from ..score import COSTS
 from .text import ending_text, rank_table, seconds_text, symptom_lines, value_text
@@ -42,6 +43,7 @@ def menu(session) -> str:
         ("launcher N", "node N's launch command and launcher log", f"-{COSTS['launcher']}"),
         ("network N", "node N's ip addr, routes, ss -ltn, nft rules", f"-{COSTS['network']}"),
         ("symptoms", "the known signatures found in the logs", f"-{COSTS['symptoms']}"),
+        ("fr", "every rank's Flight Recorder dump, across ranks", f"-{COSTS['fr']}"),
         ("debug KNOB", f"re-run live with {'/'.join(DEBUG_KNOBS)}", f"-{COSTS['debug']}"),
         ("hint", f"the next hint, one at a time ({session.hints_left} left)", f"-{COSTS['hint']} each"),
         ("causes", "the cause catalog", "free"),
@@ -72,6 +74,12 @@ def network(node) -> str:
 
 def symptoms(recording) -> str:
     return "\n".join(symptom_lines(recording)) or "no known signature matched"
+
+
+def flight_recorder(recorder) -> str:
+    if recorder is None:
+        return "this recording was made without the Flight Recorder: there is no dump to read"
+    return flight_recorder_view(recorder)
 
 
 def hint(taken) -> str:

@@ -127,6 +127,17 @@ def timeline_text(recording: Recording, width: int = 48) -> str:
 # ---------------------------------------------------------------------------------------
 # Markdown
 
+RECORDER_LIMITS = (
+    "Every rank keeps a ring buffer of its collectives (TORCH_FR_BUFFER_SIZE): process group, "
+    "sequence id, op, sizes, dtypes, state. Matching them across ranks by sequence id finds the first "
+    "collective not every rank issued, or issued differently, and so the rank that diverged: the "
+    "culprit of a hang whose logs show only victims. What it cannot show: values and the reduce op "
+    "(a wrong ReduceOp or wrong data leaves identical dumps on every rank); anything before the first "
+    "collective (rendezvous, ports, addresses, a missing set_device: empty buffers); why a rank "
+    "stopped (a rank that is frozen or killed leaves no dump, which is itself the clue). On gloo, "
+    "entries stay 'scheduled' and a collective that timed out counts as completed in pg_status."
+)
+
 CULPRIT_VS_VICTIMS = (
     "Most failed jobs show one culprit and many victims. The culprit fails on its own: its "
     "error is about itself (its device, its address, its code), it often ends first, and "
@@ -170,7 +181,7 @@ def _templates(markdown: bool = False):
 
 def _render(name: str, book: Runbook) -> str:
     return _templates(markdown=name.endswith(".md.j2")).get_template(name).render(
-        book=book, causes=CAUSES, causes_by_id=CAUSES_BY_ID, culprit_vs_victims=CULPRIT_VS_VICTIMS,
+        book=book, causes=CAUSES, causes_by_id=CAUSES_BY_ID, culprit_vs_victims=CULPRIT_VS_VICTIMS, recorder_limits=RECORDER_LIMITS,
         timeline_svg=timeline_svg, timeline_block=_timeline_block,
     )
 

@@ -12,6 +12,7 @@ import textwrap
 
 from tabulate import tabulate
 
+from ..flight_recorder.view import flight_recorder_view
 from ..records import Recording
 from ..serial import to_dict
 from ..scenario import Scenario
@@ -139,6 +140,7 @@ def run_report(scenario: Scenario, recording: Recording, show_explanation: bool 
         *_wrapped(f"Per rank, against the healthy baseline ({recording.baseline_note}):", width),
         rank_table(recording, width),
         "",
+        *([flight_recorder_view(capture.flight_recorder), ""] if capture.flight_recorder else []),
         "Symptoms found in the real output:" if recording.symptoms else "Symptoms: none matched.",
         *symptom_lines(recording, width),
         "",

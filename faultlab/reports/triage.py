@@ -9,6 +9,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from ..causes import CAUSES_BY_ID
+from ..flight_recorder.view import flight_recorder_view
 from ..serial import to_dict
 from ..symptoms import SIGNATURES_BY_ID
 
@@ -61,10 +62,20 @@ def diagnosis_text(found, top: int) -> str:
     if found.reasons:
         lines.append("\nRead from the log:")
         lines += [f"  - {reason}" for reason in found.reasons]
-    lines += _ranks(found)
+    lines += _ranks(found) + _flight_recorder(found)
     if found.next_check:
         lines.append(f"\nNext check: {found.next_check}")
     return "\n".join(lines)
+
+
+def _flight_recorder(found) -> list[str]:
+    evidence = found.flight_recorder
+    if evidence is None or evidence.analysis is None:
+        return []
+    lines = ["", flight_recorder_view(evidence.capture)]
+    lines += [f"torchrun error file {error.path}" + (f" [rank {error.rank}]" if error.rank is not None else "")
+              + f": {error.message}" for error in evidence.error_files]
+    return lines
 
 
 def _no_known_cause(found) -> list[str]:
