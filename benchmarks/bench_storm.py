@@ -20,7 +20,8 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from faultlab import storm, storm_report  # noqa: E402
+from faultlab import storm  # noqa: E402
+from faultlab.reports import storm as storm_report  # noqa: E402
 from faultlab.errors import EnvironmentProblem  # noqa: E402
 
 SIZES = (8, 16, 32, 64, 256, 1024)

@@ -372,19 +372,16 @@ def diagnose_accuracy(case_files, as_json):
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
 def storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, fmt):
     """Join N clients to one TCPStore the way ranks do, at once or staggered: time to ready."""
-    from . import storm as storms, storm_report
+    from . import app
+    from .reports import storm as report_storm
     from .serial import to_dict
 
-    options = storms.StormOptions(
-        clients=storms.parse_list(clients, "--clients", int), stagger_ms=storms.parse_list(stagger_ms, "--stagger-ms", float),
-        wave=wave, stores=("libuv", "legacy") if stores == "both" else (stores,), somaxconn=somaxconn, timeout_s=timeout_s)
-    report = storms.measure(options, progress=None if fmt != "text" else (
-        lambda cell: click.echo(f"  {cell.store} {cell.clients} clients, stagger {cell.stagger_ms:g} ms: "
-                                f"{storm_report.ready_text(cell)}", err=True)))
+    progress = (lambda cell: click.echo(report_storm.progress_line(cell), err=True)) if fmt == "text" else None
+    report = app.storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, progress)
     if fmt == "json":
         _emit_json(to_dict(report))
     else:
-        click.echo(storm_report.html_report(report) if fmt == "html" else storm_report.text_report(report))
+        click.echo(report_storm.html_report(report) if fmt == "html" else report_storm.text_report(report))
 
 
 if __name__ == "__main__":

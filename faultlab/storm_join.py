@@ -20,8 +20,8 @@ import threading
 import time
 from datetime import timedelta
 
-from . import netns
-from .experiment import die_with_parent
+from .lab import netns
+from .lab.worker import die_with_parent
 
 SOMAXCONN = "/proc/sys/net/core/somaxconn"
 READY_KEY = "storm/ready"

@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from faultlab import storm, storm_report
+from faultlab import storm
+from faultlab.reports import storm as storm_report
 from faultlab.errors import ExitCode
 
 SOMAXCONN = "/proc/sys/net/core/somaxconn"

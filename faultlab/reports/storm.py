@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import html
+import dataclasses
 import math
 
+from markupsafe import Markup
 from tabulate import tabulate
 
-from .storm import CARRIES_OVER, DOES_NOT_CARRY_OVER, StormCell, StormReport
+from ..storm import CARRIES_OVER, DOES_NOT_CARRY_OVER, StormCell, StormReport
+from .runbook_pages import _templates as templates
 
 BAR_WIDTH = 40
 SERIES_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -27,6 +29,10 @@ def ready_text(cell: StormCell) -> str:
     if cell.ready_s is None:
         return f"{cell.failed} failed"
     return _seconds(cell.ready_s)
+
+
+def progress_line(cell: StormCell) -> str:
+    return f"  {cell.store} {cell.clients} clients, stagger {_stagger(cell)}: {ready_text(cell)}"
 
 
 def table(report: StormReport) -> str:
@@ -70,36 +76,52 @@ def text_plot(report: StormReport) -> str:
     return "\n".join(lines)
 
 
-def svg_plot(report: StormReport, width: int = 640, height: int = 360) -> str:
-    """Time-to-ready against clients (log scale), one polyline per series; self-contained SVG."""
-    left, right, top_margin, bottom = 60, 200, 20, 40
+@dataclasses.dataclass(frozen=True)
+class _Line:
+    label: str
+    colour: str
+    points: tuple[tuple[float, float, bool], ...]  # x, y, all joined
+
+    @property
+    def polyline(self) -> str:
+        return " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in self.points)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plot:
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    peak: float
+    ticks: tuple[tuple[float, int], ...]  # x, clients
+    lines: tuple[_Line, ...]
+
+
+def _plot(report: StormReport, width: int = 640, height: int = 360) -> _Plot:
+    """Time-to-ready against clients (log scale), one line per series."""
+    left, right, top, bottom = 60, 200, 20, 40
     counts = sorted({cell.clients for cell in report.cells})
-    low, high = math.log2(counts[0]), math.log2(counts[-1]) if counts[-1] > counts[0] else math.log2(counts[0]) + 1
+    low = math.log2(counts[0])
+    high = math.log2(counts[-1]) if counts[-1] > counts[0] else low + 1
     peak = max([_plotted(cell) or 0.0 for cell in report.cells] + [1e-3])
 
     def x(clients: int) -> float:
         return left + (math.log2(clients) - low) / (high - low) * (width - left - right)
 
-    def y(seconds: float) -> float:
-        return height - bottom - seconds / peak * (height - top_margin - bottom)
+    def y(seconds: float | None) -> float:
+        return height - bottom - (seconds or 0.0) / peak * (height - top - bottom)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="11" role="img" aria-label="time to ready against clients">',
-             f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#333"/>',
-             f'<line x1="{left}" y1="{top_margin}" x2="{left}" y2="{height - bottom}" stroke="#333"/>',
-             f'<text x="{left}" y="{top_margin - 6}">{peak:.2f} s</text>',
-             f'<text x="{(left + width - right) / 2}" y="{height - 8}" text-anchor="middle">clients</text>']
-    parts += [f'<text x="{x(n):.1f}" y="{height - bottom + 14}" text-anchor="middle">{n}</text>' for n in counts]
-    for index, (label, cells) in enumerate(_series(report).items()):
-        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
-        points = " ".join(f"{x(c.clients):.1f},{y(_plotted(c) or 0.0):.1f}" for c in cells)
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>')
-        parts += [f'<circle cx="{x(c.clients):.1f}" cy="{y(_plotted(c) or 0.0):.1f}" r="3" '
-                  f'fill="{colour if c.ready_s is not None else "white"}" stroke="{colour}"/>' for c in cells]
-        parts.append(f'<text x="{width - right + 8}" y="{top_margin + 14 * (index + 1)}" fill="{colour}">'
-                     f'{html.escape(label)}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts)
+    lines = tuple(_Line(label, SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                        tuple((x(c.clients), y(_plotted(c)), c.ready_s is not None) for c in cells))
+                  for index, (label, cells) in enumerate(_series(report).items()))
+    return _Plot(width, height, left, right, top, bottom, peak, tuple((x(n), n) for n in counts), lines)
+
+
+def svg_plot(report: StormReport) -> Markup:
+    return Markup(templates().get_template("storm.svg.j2").render(p=_plot(report)))
 
 
 def text_report(report: StormReport) -> str:
@@ -113,8 +135,6 @@ def caveats() -> str:
 
 
 def html_report(report: StormReport) -> str:
-    head = html.escape(f"{report.network}; torch {report.torch_version}; {report.machine}; {report.made_at}")
-    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>faultlab join storm</title></head><body>\n"
-            f"<h1>Join storm</h1>\n<p>{head}</p>\n{svg_plot(report)}\n<pre>{html.escape(table(report))}</pre>\n"
-            f"<p><b>Carries over to a real cluster:</b> {html.escape(CARRIES_OVER)}</p>\n"
-            f"<p><b>Does not:</b> {html.escape(DOES_NOT_CARRY_OVER)}</p>\n</body></html>\n")
+    return templates().get_template("storm.html.j2").render(
+        report=report, plot=svg_plot(report), table=table(report), carries_over=CARRIES_OVER,
+        does_not=DOES_NOT_CARRY_OVER)
