@@ -180,6 +180,26 @@ CAUSES: tuple[Cause, ...] = (
         prevent="Take MASTER_ADDR from the scheduler (the first host of the allocation), never from a config file.",
     ),
     Cause(
+        id="split-world",
+        title="The job splits into several worlds, each with its own master",
+        what=(
+            "Nodes disagree on who the master is: a launch script that falls back to MASTER_ADDR=localhost "
+            "(or $(hostname) evaluated on every node) and a node rank that defaults to 0. Each such node hosts "
+            "a store of its own and waits there for the others, who are waiting at theirs: a hang at startup "
+            "in which no worker ever starts."
+        ),
+        confirm=(
+            "'Timed out after N seconds waiting for clients. 1/M clients joined.' on several nodes at once: "
+            "only the store host prints that line, so two of them mean two stores. Compare each node's "
+            "--master_addr and --node_rank (the launcher's command line or its environment)."
+        ),
+        fix="Launch every node with the first host of the allocation as --master_addr and its own --node_rank.",
+        prevent=(
+            "Derive MASTER_ADDR once, from the scheduler's host list (the first host of SLURM_JOB_NODELIST), "
+            "never from localhost or the node's own host name; fail the launch script when it is unset."
+        ),
+    ),
+    Cause(
         id="firewall",
         title="A firewall blocks the store's port or the data plane",
         what=(

@@ -169,6 +169,15 @@ def _wrong_master_addr(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.nodes[target.index].master_addr = UNANSWERED_ADDRESS
 
 
+def _own_master(draft: PlanDraft, target: Target, params: dict) -> None:
+    """The node's launch script fell back to "I am the master": node rank 0, MASTER_ADDR=localhost
+    (written as 127.0.0.1: faultlab never resolves a name)."""
+    nodes = draft.nodes if target.kind == "job" else [draft.nodes[target.index]]
+    for node in nodes:
+        node.node_rank = 0
+        node.master_addr = "127.0.0.1"
+
+
 def _firewall(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.firewalls.append((target.index, params["ports"], params["action"]))
 
@@ -335,6 +344,16 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="launch",
         targets=("node",),
         apply=_wrong_master_addr,
+        needs_hosts=True,
+    ),
+    FaultKind(
+        id="own-master",
+        summary="A node (or every node) is launched as its own master: --node_rank=0 and "
+        "--master_addr=localhost, so it hosts a store of its own and waits there for the others.",
+        cause="split-world",
+        layer="launch",
+        targets=("node", "job"),
+        apply=_own_master,
         needs_hosts=True,
     ),
     FaultKind(

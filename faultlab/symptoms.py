@@ -43,6 +43,8 @@ class Signature:
     # A known failure that is not one of the catalog's causes (a driver too old for the runtime).
     outside: bool = False
     keep: int = 3  # lines kept per file and rank
+    # The line means this only when it comes from at least this many nodes (log files, for diagnose).
+    on_nodes: int = 1
 
     @property
     def regex(self) -> re.Pattern:
@@ -110,6 +112,12 @@ SIGNATURES: tuple[Signature, ...] = (
       literals=("waiting for clients",),
       suggests=("wrong-master-port", "wrong-master-addr", "firewall", "duplicate-node-rank"), family="waiting",
       specificity=0.7),
+    S("split-world", "Several nodes each host a store and wait for clients: the job split",
+      r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "culprit",
+      "Only the store host prints 'clients joined'; on several nodes at once it means several stores, "
+      "each node its own master (MASTER_ADDR=localhost, or node rank 0 everywhere).", ("launcher",),
+      literals=("waiting for clients",), suggests=("split-world",), family="split-world", specificity=0.9,
+      on_nodes=2),
     S("store-recv-failed", "Lost the connection to the TCPStore",
       r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl", "victim",
       "The store's server (node 0's launcher) went away: usually torn down after another failure.",
@@ -348,7 +356,13 @@ def match_capture(capture: Capture) -> tuple[Symptom, ...]:
     for node in capture.nodes:
         for signature_id, (line, count) in match_text(node.log, launcher_signatures).items():
             symptoms.append(_symptom(signature_id, f"node {node.node} launcher", node.node, None, None, line, count))
-    return tuple(symptoms)
+    return tuple(symptom for symptom in symptoms
+                 if on_enough_nodes(symptom.id, {other.node for other in symptoms if other.id == symptom.id}))
+
+
+def on_enough_nodes(signature_id: str, nodes: set) -> bool:
+    """Whether a signature was seen on as many nodes (or log files) as it needs to mean what it says."""
+    return len(nodes) >= SIGNATURES_BY_ID[signature_id].on_nodes
 
 
 def _symptom(signature_id, source, node, local_rank, rank, line, count) -> Symptom:
