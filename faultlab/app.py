@@ -141,3 +141,15 @@ def drill_answers(chosen: list[Scenario], answers_file: Path | None, options: di
 
 def start_drill(scenario: Scenario, store, host: Host, replay: bool) -> drills.DrillSession:
     return drills.DrillSession.start(scenario, store, host, replay=replay)
+
+
+def storm(clients: str, stagger_ms: str, wave: int, stores: str, somaxconn: int | None, timeout_s: float,
+          progress=None):
+    """The join storm on this machine: every (store, stagger, clients) cell, measured."""
+    from . import storm as storms
+
+    options = storms.StormOptions(
+        clients=storms.parse_list(clients, "--clients", int),
+        stagger_ms=storms.parse_list(stagger_ms, "--stagger-ms", float), wave=wave,
+        stores=tuple(storms.STORES) if stores == "both" else (stores,), somaxconn=somaxconn, timeout_s=timeout_s)
+    return storms.measure(options, progress)

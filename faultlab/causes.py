@@ -195,6 +195,98 @@ CAUSES: tuple[Cause, ...] = (
         prevent="Take MASTER_ADDR from the scheduler (the first host of the allocation), never from a config file.",
     ),
     Cause(
+        id="split-world",
+        title="The job splits into several worlds, each with its own master",
+        what=(
+            "Nodes disagree on who the master is: a launch script that falls back to MASTER_ADDR=localhost "
+            "(or $(hostname) evaluated on every node) and a node rank that defaults to 0. Each such node hosts "
+            "a store of its own and waits there for the others, who are waiting at theirs: a hang at startup "
+            "in which no worker ever starts."
+        ),
+        confirm=(
+            "'Timed out after N seconds waiting for clients. 1/M clients joined.' on several nodes at once: "
+            "only the store host prints that line, so two of them mean two stores. Compare each node's "
+            "--master_addr and --node_rank (the launcher's command line or its environment)."
+        ),
+        fix="Launch every node with the first host of the allocation as --master_addr and its own --node_rank.",
+        prevent=(
+            "Derive MASTER_ADDR once, from the scheduler's host list (the first host of SLURM_JOB_NODELIST), "
+            "never from localhost or the node's own host name; fail the launch script when it is unset."
+        ),
+    ),
+    Cause(
+        id="late-store-host",
+        title="The store host (node 0) starts after the other nodes",
+        what=(
+            "With static rendezvous node 0's launcher hosts the TCPStore. When node 0 comes up late (slow "
+            "boot, image pull, a scheduler that starts nodes one by one), every other node dials a port "
+            "nobody listens on yet and retries. Within the rendezvous timeout the job only starts late; past "
+            "it, every other node fails, and node 0, arriving last, waits alone for clients that gave up."
+        ),
+        confirm=(
+            "The other nodes' launchers log connection refused / 'retrying' or time out connecting to node 0's "
+            "address (the right address and port); node 0's launcher log starts seconds after theirs and ends "
+            "with 'waiting for clients. 1/N clients joined'. Compare the launchers' start times."
+        ),
+        fix="Start the store host first (or all nodes together), or raise the rendezvous timeout above the start skew.",
+        prevent=(
+            "Launch all nodes through one scheduler step (srun, a JobSet) so they start together; budget the "
+            "rendezvous timeout for the slowest node's start, image pull included."
+        ),
+    ),
+    Cause(
+        id="store-host-lost",
+        title="The store host vanishes mid-job",
+        what=(
+            "Node 0 hosts the TCPStore for the whole job. When that host dies (power, preemption, OOM of the "
+            "agent), the store goes with it: every other rank loses its peers on node 0 in the next collective "
+            "and the store behind it. Their errors are loud, but they are victims; the culprit is the node "
+            "that went silent."
+        ),
+        confirm=(
+            "Every surviving rank fails at once with a connection closed/reset by peer (gloo) or a store "
+            "error; node 0's ranks and launcher leave no error of their own, only an end (SIGKILL, or nothing "
+            "at all). Check node 0's host: uptime, the kernel log, the scheduler's node events."
+        ),
+        fix="Bring the node back or replace it and restart from the last checkpoint; the other ranks were fine.",
+        prevent=(
+            "Checkpoint often; run elastic (torchrun --max-restarts with a c10d rendezvous whose store is "
+            "not on a preemptible node); watch the store host's health, it is a single point of failure."
+        ),
+    ),
+    Cause(
+        id="listen-backlog-overflow",
+        title="More ranks connect at once than the store's listen backlog holds",
+        what=(
+            "Every rank's first act is a TCP connect to the store host. The kernel queues connections the "
+            "store has not accepted yet up to the listen backlog (net.core.somaxconn caps it); past that, "
+            "connections are dropped or reset. Ranks retry, so the job usually starts, seconds late; with "
+            "thousands of ranks and short timeouts, some fail."
+        ),
+        confirm=(
+            "Ranks log 'TCP client failed to connect/validate to host ... - retrying ...: Connection reset by "
+            "peer' and join about a second late; `sysctl net.core.somaxconn` on the store host is smaller than "
+            "the ranks that start together; `nstat -az TcpExtListenOverflows` counts drops. With "
+            "TORCH_CPP_LOG_LEVEL=INFO the store warns 'Starting store with N workers but somaxconn is M'."
+        ),
+        fix="Raise net.core.somaxconn on the store host above the job's rank count, or stagger the ranks' start.",
+        prevent=(
+            "Set somaxconn in the node image (4096 is the default since Linux 5.4; older kernels had 128); "
+            "start large jobs in waves; measure your own knee with `faultlab storm`."
+        ),
+    ),
+    Cause(
+        id="store-backend-unavailable",
+        title="The TCPStore backend asked for is not in this torch build",
+        what=(
+            "Since torch 2.4 the TCPStore server runs on libuv by default; a torch built without libuv (some "
+            "Windows and custom builds) fails to create the store unless told to use the legacy one."
+        ),
+        confirm="'use_libuv was requested but PyTorch was built without libuv support' from the store host.",
+        fix="Set USE_LIBUV=0 (env:// and tcp:// rendezvous) or pass use_libuv=False to TCPStore; or install a build with libuv.",
+        prevent="Pin the torch build per cluster and run a one-node preflight (`faultlab run healthy`) after each upgrade.",
+    ),
+    Cause(
         id="firewall",
         title="A firewall blocks the store's port or the data plane",
         what=(

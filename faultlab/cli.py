@@ -385,5 +385,28 @@ def diagnose_accuracy(case_files, as_json):
         click.echo(triage.accuracy_text(accuracy))
 
 
+@main.command()
+@click.option("--clients", default="8,16,32,64,256,1024", show_default=True, help="Client counts, comma-separated.")
+@click.option("--stagger-ms", default="0", show_default=True, help="Gaps between waves, comma-separated (0 = all at once).")
+@click.option("--wave", default=8, show_default=True, help="Clients started together (one node's ranks).")
+@click.option("--store", "stores", type=click.Choice(["libuv", "legacy", "both"]), default="libuv", show_default=True,
+              help="TCPStore backend: libuv (torch's default) or legacy (USE_LIBUV=0).")
+@click.option("--somaxconn", type=int, help="The store host's listen backlog (its private namespace only).")
+@click.option("--timeout", "timeout_s", default=30.0, show_default=True, help="Each client's store timeout, seconds.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
+def storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, fmt):
+    """Join N clients to one TCPStore the way ranks do, at once or staggered: time to ready."""
+    from . import app
+    from .reports import storm as report_storm
+    from .serial import to_dict
+
+    progress = (lambda cell: click.echo(report_storm.progress_line(cell), err=True)) if fmt == "text" else None
+    report = app.storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, progress)
+    if fmt == "json":
+        _emit_json(to_dict(report))
+    else:
+        click.echo(report_storm.html_report(report) if fmt == "html" else report_storm.text_report(report))
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -80,6 +80,9 @@ def _rank_delta(rank: RankCapture, reference: RankCapture | None, expected: floa
     slower = duration is not None and baseline_duration is not None and duration > baseline_duration + SLOW_MARGIN_S
     if not _failed(rank) and slower:
         how.append(f"took {duration:.1f}s vs {baseline_duration:.1f}s")
+    late = _started_late(rank, reference)
+    if late:
+        how.append(f"started {late:.1f}s later than in the baseline")
     if new:
         how.append("new: " + ", ".join(new))
     return RankDelta(
@@ -89,6 +92,14 @@ def _rank_delta(rank: RankCapture, reference: RankCapture | None, expected: floa
         baseline_duration_s=baseline_duration, duration_s=duration, waiting_in=rank.waiting_in,
         waited_s=rank.waited_s, new_symptoms=tuple(new), deviates=bool(how), how=tuple(how),
     )
+
+
+def _started_late(rank: RankCapture, reference: RankCapture | None) -> float | None:
+    """How much later than in the baseline the rank started (its node came up late), if by more than the margin."""
+    if rank.start_t is None or reference is None or reference.start_t is None:
+        return None
+    late = rank.start_t - reference.start_t
+    return late if late > SLOW_MARGIN_S else None
 
 
 def _absent_delta(reference: RankCapture, expected: float) -> RankDelta:

@@ -20,7 +20,7 @@ from .flight_recorder.evidence import DumpEvidence, evidence_from_dumps, merge_i
 from .log_facts import read_facts, untouched_pid
 from .log_scan import (ERROR_LINES_KEPT, NODE_IN_PATH, RANK_IN_PATH, Evidence, log_files, number_in, scan_all,
                        scan_stream)
-from .symptoms import SIGNATURES_BY_ID
+from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
 STDIN = "-"
@@ -119,6 +119,10 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
 
 def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
     evidence = [item for scan in scans for item in scan.evidence]
+    files_of = collections.defaultdict(set)  # a node's log is a file of its own
+    for item in evidence:
+        files_of[item.signature].add(item.path)
+    evidence = [item for item in evidence if on_enough_nodes(item.signature, files_of[item.signature])]
     seen_on: dict[int, set[str]] = collections.defaultdict(set)
     for item in evidence:
         if item.rank is not None and SIGNATURES_BY_ID[item.signature].effect != "context":

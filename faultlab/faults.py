@@ -231,6 +231,31 @@ def _wrong_master_addr(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.nodes[target.index].master_addr = UNANSWERED_ADDRESS
 
 
+def _own_master(draft: PlanDraft, target: Target, params: dict) -> None:
+    """The node's launch script fell back to "I am the master": node rank 0, MASTER_ADDR=localhost
+    (written as 127.0.0.1: faultlab never resolves a name)."""
+    nodes = draft.nodes if target.kind == "job" else [draft.nodes[target.index]]
+    for node in nodes:
+        node.node_rank = 0
+        node.master_addr = "127.0.0.1"
+
+
+def _late_start(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.nodes[target.index].start_delay_s = params["seconds"]
+
+
+def _node_lost(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.node_losses.append((target.index, params["after_s"]))
+    body = f"time.sleep({params['step_s']})  # the training step's forward and backward\n"
+    draft.patches.append(CodePatch("before_collective", after=body))
+
+
+def _listen_backlog(draft: PlanDraft, target: Target, params: dict) -> None:
+    draft.host_sysctls.append((target.index, "net.core.somaxconn", str(params["somaxconn"])))
+    if params["overflow"] == "reset":
+        draft.host_sysctls.append((target.index, "net.ipv4.tcp_abort_on_overflow", "1"))
+
+
 def _firewall(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.firewalls.append((target.index, params["ports"], params["action"]))
 
@@ -434,6 +459,54 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         layer="launch",
         targets=("node",),
         apply=_wrong_master_addr,
+        needs_hosts=True,
+    ),
+    FaultKind(
+        id="own-master",
+        summary="A node (or every node) is launched as its own master: --node_rank=0 and "
+        "--master_addr=localhost, so it hosts a store of its own and waits there for the others.",
+        cause="split-world",
+        layer="launch",
+        targets=("node", "job"),
+        apply=_own_master,
+        needs_hosts=True,
+    ),
+    FaultKind(
+        id="late-start",
+        summary="A node's launcher starts seconds after the others (slow boot, image pull, a queue).",
+        cause="late-store-host",
+        layer="launch",
+        targets=("node",),
+        apply=_late_start,
+        params=(Param("seconds", float, 3.0, "how long after the others the node's launcher starts"),),
+    ),
+    FaultKind(
+        id="node-lost",
+        summary="A node vanishes mid-job: its launcher and workers are SIGKILLed after init, as a host "
+        "that loses power or is preempted.",
+        cause="store-host-lost",
+        layer="launch",
+        targets=("node",),
+        apply=_node_lost,
+        params=(
+            Param("after_s", float, 1.0, "seconds after the node's ranks finished init"),
+            Param("step_s", float, 4.0, "the training step every rank runs between init and all_reduce"),
+        ),
+    ),
+    FaultKind(
+        id="listen-backlog",
+        summary="A host's listen backlog (net.core.somaxconn, in its own namespace) is smaller than "
+        "the ranks that connect to its store at once.",
+        cause="listen-backlog-overflow",
+        layer="launch",
+        targets=("node",),
+        apply=_listen_backlog,
+        params=(
+            Param("somaxconn", int, 4, "the host's net.core.somaxconn"),
+            Param("overflow", str, "drop", "what the kernel does with a connection the full queue cannot take: "
+                  "'drop' (Linux's default: the client retransmits its SYN after 1 s) or 'reset' "
+                  "(net.ipv4.tcp_abort_on_overflow=1: a reset at once)", ("drop", "reset")),
+        ),
         needs_hosts=True,
     ),
     FaultKind(

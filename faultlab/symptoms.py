@@ -43,6 +43,8 @@ class Signature:
     # A known failure that is not one of the catalog's causes (a driver too old for the runtime).
     outside: bool = False
     keep: int = 3  # lines kept per file and rank
+    # The line means this only when it comes from at least this many nodes (log files, for diagnose).
+    on_nodes: int = 1
 
     @property
     def regex(self) -> re.Pattern:
@@ -110,6 +112,45 @@ SIGNATURES: tuple[Signature, ...] = (
       literals=("waiting for clients",),
       suggests=("wrong-master-port", "wrong-master-addr", "firewall", "duplicate-node-rank"), family="waiting",
       specificity=0.7),
+    S("split-world", "Several nodes each host a store and wait for clients: the job split",
+      r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "culprit",
+      "Only the store host prints 'clients joined'; on several nodes at once it means several stores, "
+      "each node its own master (MASTER_ADDR=localhost, or node rank 0 everywhere).", ("launcher",),
+      literals=("waiting for clients",), suggests=("split-world",), family="split-world", specificity=0.9,
+      on_nodes=2),
+    S("store-connect-reset-retry", "A rank's connection to the store was reset during its handshake, and retried",
+      r"TCP client failed to connect/validate to host \S+ - retrying \(try=\d+[^)]*\): Connection reset by peer",
+      "victim", "The store host reset the connection before the handshake finished: its listen backlog "
+      "(net.core.somaxconn) overflowed as many ranks connected at once. The rank retries and usually joins late.",
+      literals=("failed to connect/validate to host",), suggests=("listen-backlog-overflow",), family="store-backlog",
+      specificity=0.8),
+    S("store-somaxconn-warning", "The store host's listen backlog is smaller than the workers it expects",
+      r"Starting store with \d+ workers but somaxconn is \d+", "culprit",
+      "The store host's net.core.somaxconn is below the number of workers the store was started for; under "
+      "torchrun that number is the node count, while every rank connects: the real shortfall is larger.",
+      literals=("but somaxconn is",), suggests=("listen-backlog-overflow",), family="store-backlog",
+      specificity=0.85),
+    S("libuv-store-unavailable", "The libuv TCPStore was requested but this torch was built without libuv",
+      r"use_libuv was requested but PyTorch was built without libuv support", "culprit",
+      "torch's default store backend (libuv, since 2.4) is missing from this build: set USE_LIBUV=0 (or "
+      "use_libuv=False) to use the legacy store. Wording from torch 2.13's library.",
+      literals=("built without libuv support",), suggests=("store-backend-unavailable",), family="store-backend",
+      specificity=0.95),
+    S("libuv-store-server-error", "The libuv store server failed on a client connection",
+      r"Failed to accept client due to|Client sent invalid command\. client:|Error processing client message:"
+      r"|Failed to setup read callback\. client:", "culprit",
+      "The store host's libuv server (torch >= 2.4's default) could not accept or parse a client: too many "
+      "connections, or a client of another protocol or torch version on MASTER_PORT. Wording from torch 2.13's "
+      "library; the legacy server's failures read 'TCPStoreMasterDaemon ...'.",
+      literals=("Failed to accept client due to", "Client sent invalid command", "Error processing client message",
+                "Failed to setup read callback"), suggests=("listen-backlog-overflow",), family="store-server",
+      specificity=0.5),
+    S("legacy-store-server-error", "The legacy store server (USE_LIBUV=0) failed",
+      r"TCPStoreMasterDaemon::run\(\) failed|Unexpected poll revent on the master's listening socket", "culprit",
+      "The store host's legacy server thread died or saw its listening socket fail; every rank loses the store "
+      "after it. Wording from torch 2.13's library.",
+      literals=("TCPStoreMasterDaemon::run() failed", "Unexpected poll revent on the master's listening socket"),
+      suggests=("store-host-lost", "listen-backlog-overflow"), family="store-server", specificity=0.5),
     S("store-recv-failed", "Lost the connection to the TCPStore",
       r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl", "victim",
       "The store's server (node 0's launcher) went away: usually torn down after another failure.",
@@ -348,7 +389,13 @@ def match_capture(capture: Capture) -> tuple[Symptom, ...]:
     for node in capture.nodes:
         for signature_id, (line, count) in match_text(node.log, launcher_signatures).items():
             symptoms.append(_symptom(signature_id, f"node {node.node} launcher", node.node, None, None, line, count))
-    return tuple(symptoms)
+    return tuple(symptom for symptom in symptoms
+                 if on_enough_nodes(symptom.id, {other.node for other in symptoms if other.id == symptom.id}))
+
+
+def on_enough_nodes(signature_id: str, nodes: set) -> bool:
+    """Whether a signature was seen on as many nodes (or log files) as it needs to mean what it says."""
+    return len(nodes) >= SIGNATURES_BY_ID[signature_id].on_nodes
 
 
 def _symptom(signature_id, source, node, local_rank, rank, line, count) -> Symptom:

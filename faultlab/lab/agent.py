@@ -59,6 +59,7 @@ def run_node_agent(
     os.environ.clear()
     os.environ.update(node_environment(node, run_id))
     exit_code = 1
+    time.sleep(node.start_delay_s)  # a node that comes up late (slow boot, image pull, queue)
     try:
         if plan.launcher == "python":
             _run_without_launcher(plan, node, run_dir)

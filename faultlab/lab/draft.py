@@ -20,6 +20,7 @@ class NodeDraft:
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     worker_port_offsets: dict[int, int] = dataclasses.field(default_factory=dict)
     master_addr: str | None = None
+    start_delay_s: float = 0.0  # the node's launcher starts this long after the others
 
 
 @dataclasses.dataclass
@@ -36,6 +37,9 @@ class PlanDraft:
     # Changes to the simulated hosts' network (topology hosts: true).
     firewalls: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
     link_downs: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    host_sysctls: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)  # (node, name, value)
+    # Nodes that vanish while the job runs: (node, seconds after its ranks finished init).
+    node_losses: list[tuple[int, float]] = dataclasses.field(default_factory=list)
 
     def slot_of_rank(self, rank: int) -> tuple[NodeDraft, int]:
         node_index, local_rank = divmod(rank, self.ranks_per_node)

@@ -79,6 +79,7 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
             master_port = TORCHRUN_DEFAULT_PORT if hosts else pick_master_port(_port_offsets(plan))
             if hosts:
                 hosts.apply_firewalls(plan.firewalls, master_port)
+                hosts.apply_sysctls(plan.host_sysctls)
             squatter = socket.create_server((LOOPBACK, master_port)) if plan.occupy_master_port else None
             try:
                 t0 = time.time()
@@ -124,15 +125,36 @@ def _network(plan: LaunchPlan, run_id: str):
             yield (network, None)
 
 
+class _NodeLosses:
+    """Nodes the plan loses mid-job: each is killed `after_s` once all its ranks finished init."""
+
+    def __init__(self, plan: LaunchPlan, processes: RunProcesses) -> None:
+        self.pending = {node: after_s for node, after_s in plan.node_losses}
+        self.ready_at: dict[int, float] = {}
+        self.ranks = {node.index: node.nproc_per_node for node in plan.nodes}
+        self.processes = processes
+
+    def check(self) -> None:
+        now = time.monotonic()
+        for node, after_s in list(self.pending.items()):
+            if node not in self.ready_at and self.processes.run_dir.count_reached(node, "init_end") >= self.ranks[node]:
+                self.ready_at[node] = now
+            if node in self.ready_at and now - self.ready_at[node] >= after_s:
+                self.processes.kill_node(node)
+                del self.pending[node]
+
+
 def _wait_for_agents(processes: RunProcesses, plan: LaunchPlan, t0: float, hosts, evidence: dict) -> bool:
     """Wait until every launcher has exited; True if the deadline came first (a hang).
     Meanwhile take links down when the plan says, and read the hosts' network state."""
     deadline = time.monotonic() + plan.deadline_s
     pending_downs = sorted(plan.link_downs, key=lambda item: item[1])
+    losses = _NodeLosses(plan, processes)
     while not processes.all_exited():
         elapsed = time.time() - t0
         while hosts and pending_downs and elapsed >= pending_downs[0][1]:
             hosts.set_link(pending_downs.pop(0)[0], up=False)
+        losses.check()
         if hosts and not evidence and elapsed >= EVIDENCE_AT_S:
             evidence.update(hosts.evidence_of_all())
         now = time.monotonic()

@@ -72,6 +72,9 @@ SIMULATED_HOSTS = f"simulated hosts: node N at {HOSTS_SUBNET}.N+1 on a private b
 UNANSWERED_ADDRESS = f"{HOSTS_SUBNET}.250"  # an address on the hosts' link where no host is
 NAMESPACE_PREFIX = "fl-"  # fl-<owner pid>-<run id>-<h0|h1|...|sw>
 NAMESPACE_DIR = "/var/run/netns"
+# Settings a simulated host may change, each private to its network namespace.
+NAMESPACED_SYSCTLS = {"net.core.somaxconn": "/proc/sys/net/core/somaxconn",
+                      "net.ipv4.tcp_abort_on_overflow": "/proc/sys/net/ipv4/tcp_abort_on_overflow"}
 
 
 def host_address(index: int) -> str:
@@ -172,6 +175,16 @@ class SimulatedHosts:
     def set_link(self, index: int, up: bool) -> None:
         _ip("-n", self.name(index), "link", "set", "eth0", "up" if up else "down")
 
+    def apply_sysctls(self, sysctls) -> None:
+        """The plan's (node, name, value) settings, each inside that host's namespace only:
+        per-namespace settings such as the listen backlog, never the machine's own."""
+        for node, name, value in sysctls:
+            if name not in NAMESPACED_SYSCTLS:
+                raise EnvironmentProblem(f"{name} is not a per-namespace setting faultlab changes")
+            done = self.run(node, "sh", "-c", f"echo {int(value)} > {NAMESPACED_SYSCTLS[name]}")
+            if done.returncode:
+                raise EnvironmentProblem(f"cannot set {name}={value} on host {node}: {done.stderr.strip()}")
+
     def apply_firewalls(self, firewalls, master_port: int) -> None:
         """The plan's firewalls, as (node, "master" | "data", "drop" | "reject") tuples."""
         for node, ports, action in firewalls:
@@ -199,7 +212,8 @@ class SimulatedHosts:
     def evidence(self, index: int) -> str:
         """What `ip addr`, `ip route`, `ss -ltn` and `nft list ruleset` show on the host now."""
         parts = []
-        for command in (("ip", "-br", "addr"), ("ip", "route"), ("ss", "-ltn"), ("nft", "list", "ruleset")):
+        for command in (("ip", "-br", "addr"), ("ip", "route"), ("ss", "-ltn"), ("nft", "list", "ruleset"),
+                        ("sysctl", "net.core.somaxconn", "net.ipv4.tcp_abort_on_overflow")):
             if shutil.which(command[0]) is None:
                 continue
             done = self.run(index, *command)

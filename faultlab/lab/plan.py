@@ -45,6 +45,7 @@ class NodeLaunch:
     env: tuple[tuple[str, str], ...] = ()  # extra environment of this node's launcher
     worker_port_offsets: tuple[tuple[int, int], ...] = ()  # (local_rank, offset) on MASTER_PORT
     master_addr: str | None = None  # --master_addr, where it differs from the job's
+    start_delay_s: float = 0.0  # the launcher starts this long after the others
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +65,10 @@ class LaunchPlan:
     hosts: bool = False
     firewalls: tuple[tuple[int, str, str], ...] = ()  # (node, "master" | "data", "drop" | "reject")
     link_downs: tuple[tuple[int, float], ...] = ()  # (node, seconds after launch)
+    host_sysctls: tuple[tuple[int, str, str], ...] = ()  # (node, name, value) inside that host's namespace
+    # (node, seconds): the node's launcher and workers are SIGKILLed this long after its ranks
+    # finished init, as a host that loses power or is preempted.
+    node_losses: tuple[tuple[int, float], ...] = ()
 
     def master_addr(self, node: NodeLaunch) -> str:
         default = netns.host_address(0) if self.hosts else LOOPBACK
@@ -168,15 +173,19 @@ def build_plan(
                 env=tuple(sorted(node.env.items())),
                 worker_port_offsets=tuple(sorted(node.worker_port_offsets.items())),
                 master_addr=node.master_addr,
+                start_delay_s=node.start_delay_s,
             )
             for index, node in enumerate(draft.nodes)
         ),
         timeout_s=scenario.timeout_s,
-        deadline_s=(scenario.deadline_s or scenario.timeout_s + HANG_GRACE_S) + startup,
+        deadline_s=(scenario.deadline_s or scenario.timeout_s + HANG_GRACE_S) + startup
+        + max(node.start_delay_s for node in draft.nodes),
         occupy_master_port=draft.occupy_master_port,
         launcher=draft.launcher,
         worker_start="fork" if fork else "exec",
         hosts=scenario.topology.hosts,
         firewalls=tuple(draft.firewalls),
         link_downs=tuple(draft.link_downs),
+        host_sysctls=tuple(draft.host_sysctls),
+        node_losses=tuple(draft.node_losses),
     )

@@ -109,6 +109,17 @@ class RunDir:
                 continue
         return started
 
+    def count_reached(self, node: int, phase: str) -> int:
+        """How many workers of `node` have emitted the phase event `phase` (e.g. "init_end")."""
+        marker = f'"phase": "{phase}"'
+        reached = 0
+        for events in self.ranks.glob(f"node{node}-local*.events"):
+            try:
+                reached += marker in events.read_text(encoding="utf-8")
+            except OSError:
+                continue
+        return reached
+
     def count_started(self, node: int) -> int:
         """How many workers of `node` have started (each writes exactly one events file)."""
         return sum(1 for _ in self.ranks.glob(f"node{node}-local*.events"))

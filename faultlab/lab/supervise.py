@@ -10,6 +10,7 @@ directories whose faultlab was SIGKILLed are removed by the next run.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -60,6 +61,16 @@ class RunProcesses:
             if not pids or any(is_running(pid) for pid in pids):
                 return True
         return False
+
+    def kill_node(self, index: int) -> None:
+        """The node vanishes: its launcher and every worker in its group, SIGKILLed at once.
+        The launcher dies with them and cannot note its workers' ends: they are noted here."""
+        workers = [(slot, pid) for slot, pid in self.run_dir.started_workers(index) if is_running(pid)]
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.agents[index].pid, signal.SIGKILL)
+        for slot, _ in workers:
+            if not slot.status.exists():
+                slot.status.write_text(json.dumps({"code": -signal.SIGKILL, "t": time.time()}), encoding="utf-8")
 
     def kill_all(self) -> None:
         for agent in self.agents:
