@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from .errors import BadInput, ExitCode, FaultlabError
+from .slurm.cli import preflight, slurm_options
 
 
 class _Group(click.Group):
@@ -88,18 +89,23 @@ def main(ctx, db):
 @click.option("--live", "live_only", is_flag=True, help="Run live or fail (exit 3): never replay a shipped recording.")
 @click.option("--record-to", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the run and its baseline as one recording file, DIR/<scenario>.<hardware>.json (how recordings/ is made).")
+@slurm_options(print_script=True)
 @click.pass_obj
-def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, wide, live_only, record_to):
+def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, wide, live_only, record_to,
+        slurm):
     """Run SCENARIO (an id or a YAML file) live and compare it with the healthy baseline.
 
     Where this host cannot run it (a GPU scenario without the GPUs), the scenario's shipped
     recording is replayed instead, and labelled as a replay. With --all, every scenario of
-    the catalog runs (GPU ones live or replayed), with a line of progress each."""
+    the catalog runs (GPU ones live or replayed), with a line of progress each. With
+    --slurm, it runs on a SLURM cluster's nodes instead (docs/cluster.md)."""
     from . import app
     from .reports import text
 
     if run_all == bool(scenario):
         raise BadInput("give either a SCENARIO or --all")
+    if run_all and slurm:
+        raise BadInput("--slurm runs one SCENARIO at a time, not --all")
     options = app.RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
                          live_only=live_only, record_to=record_to)
     if run_all:
@@ -110,7 +116,13 @@ def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_exp
         else:
             click.echo("\n" + text.suite_summary(results))
         sys.exit(int(ExitCode.OK if all(r.reproduced for _, r, _ in results) else ExitCode.NOT_REPRODUCED))
-    loaded, recording = app.run(scenario, session.store, session.host, options)
+    if slurm and slurm.print_script:
+        click.echo(app.cluster_job_script(scenario, slurm.options, options), nl=False)
+        return
+    if slurm:
+        loaded, recording = app.run_on_cluster(scenario, session.store, slurm.options, options)
+    else:
+        loaded, recording = app.run(scenario, session.store, session.host, options)
     if as_json:
         _emit_json(text.as_json(recording))
     else:
@@ -363,3 +375,6 @@ def diagnose_accuracy(case_files, as_json):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+main.add_command(preflight)
