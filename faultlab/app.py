@@ -77,6 +77,19 @@ def cluster_job_script(reference: str, slurm, options: RunOptions) -> str:
                                extra_env=DEBUG_KNOBS.get(options.debug or ""))
 
 
+def preflight(store, slurm, *, nodes: int | None, ranks_per_node: int, pairs: str, timeout_s: float):
+    """The healthy experiment across a cluster's nodes, then pairs of them (slurm/preflight.py)."""
+    from .slurm import preflight as checks
+
+    return checks.run(store, slurm, nodes=nodes, ranks_per_node=ranks_per_node, pairs=pairs, timeout_s=timeout_s)
+
+
+def preflight_dict(result) -> dict:
+    from .slurm import preflight as checks
+
+    return checks.as_dict(result)
+
+
 def run_all(store, host: Host, options: RunOptions, progress=None):
     """The whole catalog, one scenario after another."""
     return runner.run_suite(scenarios.load_all(), store, host, options, progress)

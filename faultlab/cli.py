@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from .errors import BadInput, ExitCode, FaultlabError
-from .slurm.cli import preflight, slurm_options
+from .slurm.cli import slurm_options
 
 
 class _Group(click.Group):
@@ -377,4 +377,30 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-main.add_command(preflight)
+@main.command()
+@click.option("--nodes", type=click.IntRange(min=2), help="How many nodes to check (default: every usable node of "
+              "the partition, or of --nodelist).")
+@click.option("--ranks-per-node", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--pairs", type=click.Choice(["on-failure", "always", "never"]), default="on-failure", show_default=True,
+              help="When to check every pair of nodes after the run across all of them.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 600), default=30.0, show_default=True,
+              help="The process group's timeout in each check, in seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@slurm_options(required=True)
+@click.pass_obj
+def preflight(session, nodes, ranks_per_node, pairs, timeout_s, as_json, slurm):
+    """Check a SLURM cluster's nodes with the healthy experiment before a big job.
+
+    Runs the experiment across all nodes (every rank must hold N(N-1)/2 after all_reduce),
+    then, if that fails (or with --pairs always), on every pair of nodes, and names the node
+    or link at fault and why. Every check is stored as a recording (docs/cluster.md)."""
+    from . import app
+    from .reports.preflight import preflight_report
+
+    result = app.preflight(session.store, slurm.options, nodes=nodes, ranks_per_node=ranks_per_node,
+                           pairs=pairs, timeout_s=timeout_s)
+    if as_json:
+        _emit_json(app.preflight_dict(result))
+    else:
+        click.echo(preflight_report(result))
+    sys.exit(int(ExitCode.OK if result.healthy else ExitCode.NOT_REPRODUCED))

@@ -1,16 +1,15 @@
-"""The command-line face of SLURM: the options `run --slurm` and `preflight` share, and
-`faultlab preflight`. Parses and renders only; no torch import."""
+"""The SLURM options `run --slurm` and `preflight` share on the command line. Parses only;
+no torch import."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 from pathlib import Path
 
 import click
 
-from ..errors import BadInput, ExitCode
+from ..errors import BadInput
 from .options import SlurmOptions, check_time, load_config, parse_env
 
 
@@ -84,34 +83,3 @@ def slurm_options(print_script: bool = False, required: bool = False):
         return decorated
 
     return decorate
-
-
-@click.command()
-@click.option("--nodes", type=click.IntRange(min=2), help="How many nodes to check (default: every usable node of the "
-              "partition, or of --nodelist).")
-@click.option("--ranks-per-node", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--pairs", type=click.Choice(["on-failure", "always", "never"]), default="on-failure", show_default=True,
-              help="When to check every pair of nodes after the run across all of them.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 600), default=30.0, show_default=True,
-              help="The process group's timeout in each check.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@slurm_options(required=True)
-@click.pass_obj
-def preflight(session, nodes, ranks_per_node, pairs, timeout_s, as_json, slurm):
-    """Check a SLURM cluster's nodes with the healthy experiment before a big job.
-
-    Runs the experiment across all nodes (init, all_reduce, destroy: every rank must hold
-    N(N-1)/2), then, if it fails (or with --pairs always), on every pair of nodes, to name
-    the node or link at fault and why. Every check is stored as a recording."""
-    import json
-
-    from . import preflight as checks
-    from .report import preflight_report
-
-    result = checks.run(session.store, slurm.options, nodes=nodes, ranks_per_node=ranks_per_node,
-                        pairs=pairs, timeout_s=timeout_s)
-    if as_json:
-        click.echo(json.dumps(checks.as_dict(result), indent=2))
-    else:
-        click.echo(preflight_report(result))
-    sys.exit(int(ExitCode.OK if result.healthy else ExitCode.NOT_REPRODUCED))

@@ -51,6 +51,7 @@ class SlurmLauncher(LiveLauncher):
         self.options = options
         self._cluster: str | None = None
         self._node_facts: dict | None = None  # node 0's facts from the latest run
+        self.last_hosts: dict[int, str] = {}  # node index -> SLURM node name, in the latest run
 
     # --- what runs -------------------------------------------------------------------------
 
@@ -187,6 +188,7 @@ class SlurmLauncher(LiveLauncher):
         self._node_facts = starts.get(0) or self._node_facts
         master_port = int(job.record.get("master_port", 0))
         hosts = {index: (facts or {}).get("host", "?") for index, facts in starts.items()}
+        self.last_hosts = hosts
         outcome = LaunchOutcome(
             t0=t0, end_t=job.end_t, hit_deadline=job.hit_deadline, master_port=master_port,
             agent_exits={index: (done["code"] if done else None) for index, done in exits.items()},
