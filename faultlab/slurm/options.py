@@ -57,6 +57,10 @@ class SlurmOptions:
 
 def parse_env(pairs, where: str) -> tuple[tuple[str, str], ...]:
     """KEY=VALUE strings (or a mapping) -> sorted pairs; one BadInput naming the bad one."""
+    if not isinstance(pairs, dict):
+        bare = [str(pair) for pair in pairs if "=" not in str(pair)]
+        if bare:
+            raise BadInput(f"{where}: {bare[0]!r} has no value (write KEY=VALUE)")
     items = pairs.items() if isinstance(pairs, dict) else [str(pair).partition("=")[::2] for pair in pairs]
     parsed = {}
     for key, value in items:
@@ -102,11 +106,15 @@ def load_config(path: Path) -> SlurmOptions:
             fields[key] = data[key]
     if "time" in data:
         fields["time"] = check_time(str(data["time"]), f"{path}: time")
-    for key in ("gpus_per_node", "queue_timeout_s"):
-        if key in data:
-            if not isinstance(data[key], (int, float)) or isinstance(data[key], bool) or data[key] < 0:
-                raise BadInput(f"{path}: {key} must be a number >= 0")
-            fields[key] = data[key]
+    if "gpus_per_node" in data:
+        if not isinstance(data["gpus_per_node"], int) or isinstance(data["gpus_per_node"], bool) or data["gpus_per_node"] < 0:
+            raise BadInput(f"{path}: gpus_per_node must be a whole number >= 0")
+        fields["gpus_per_node"] = data["gpus_per_node"]
+    if "queue_timeout_s" in data:
+        if not isinstance(data["queue_timeout_s"], (int, float)) or isinstance(data["queue_timeout_s"], bool) \
+                or data["queue_timeout_s"] <= 0:
+            raise BadInput(f"{path}: queue_timeout_s must be a number of seconds > 0")
+        fields["queue_timeout_s"] = float(data["queue_timeout_s"])
     for key in ("sbatch_args", "srun_args"):
         if key in data:
             fields[key] = _args(data[key], f"{path}: {key}")
