@@ -142,3 +142,10 @@ def test_phase_times_are_the_slowest_rank_and_absent_when_a_rank_never_finished(
     done = [("init_begin", 1.0), ("init_end", 1.5), ("all_reduce_begin", 1.6), ("all_reduce_end", 1.7)]
     capture = type("C", (), {"ranks": (rank(done), rank([("init_begin", 1.0), ("init_end", 2.0)]))})()
     assert phase_times(capture) == {"init": 1.0, "all_reduce": None, "destroy": None}
+
+
+def test_without_slurm_commands_the_run_says_so(cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch, squeue or scontrol here
+    result = cli("run", "healthy", "--slurm", "--shared-dir", tmp_path / "shared")
+    assert result.exit_code == 3 and "not installed" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "shared").exists()
