@@ -19,7 +19,6 @@ import uuid
 from pathlib import Path
 
 from ..errors import EnvironmentProblem, Interrupted
-from ..faults import FAULT_KINDS_BY_ID
 from ..lab.capture import LaunchOutcome, read_capture
 from ..lab.plan import LaunchPlan, build_plan
 from ..lab.program import PROGRAM_NAME
@@ -78,7 +77,9 @@ class SlurmLauncher(LiveLauncher):
 
     def job_script(self, scenario: Scenario, backend: str, run_dir: RunDir, run_id: str,
                    healthy: bool = False, extra_env: dict[str, str] | None = None) -> str:
-        plan = self.plan(scenario, backend, healthy, extra_env)
+        return self._render(scenario, self.plan(scenario, backend, healthy, extra_env), healthy, run_dir, run_id)
+
+    def _render(self, scenario: Scenario, plan: LaunchPlan, healthy: bool, run_dir: RunDir, run_id: str) -> str:
         return script.render(plan, self.options, run_dir=str(run_dir.root), run_id=run_id,
                              title=_title(scenario, healthy), job_name=f"faultlab-{scenario.id}")
 
@@ -112,10 +113,7 @@ class SlurmLauncher(LiveLauncher):
         run_dir, run_id = self.new_run_dir(scenario)
         try:
             run_dir.ranks.mkdir(parents=True)
-            run_dir.job_script.write_text(
-                script.render(plan, self.options, run_dir=str(run_dir.root), run_id=run_id,
-                              title=_title(scenario, healthy), job_name=f"faultlab-{scenario.id}"),
-                encoding="utf-8")
+            run_dir.job_script.write_text(self._render(scenario, plan, healthy, run_dir, run_id), encoding="utf-8")
             job = self._run_job(plan, run_dir)
             return self._read(plan, run_dir, job)
         finally:

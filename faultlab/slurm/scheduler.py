@@ -88,15 +88,6 @@ def submitted(script: Path, output: Path):
         wait_until_gone(job_id)
 
 
-def node_address(node: str) -> str | None:
-    """A node's NodeAddr, as `scontrol show node` gives it."""
-    done = _run("scontrol", "show", "node", node)
-    for field in done.stdout.split():
-        if field.startswith("NodeAddr="):
-            return field.split("=", 1)[1]
-    return None
-
-
 def cluster_name() -> str:
     """ClusterName from the controller's configuration ('' if it cannot be read)."""
     done = _run("scontrol", "show", "config")
