@@ -57,6 +57,40 @@ def run(reference: str, store, host: Host, options: RunOptions) -> tuple[Scenari
     return scenario, runner.run_here(scenario, store, host, options)
 
 
+def run_on_cluster(reference: str, store, slurm, options: RunOptions) -> tuple[Scenario, Recording]:
+    """One scenario live on a SLURM cluster's nodes (`slurm`: SlurmOptions)."""
+    from .slurm.launcher import SlurmLauncher
+
+    scenario = scenarios.resolve(reference)
+    launcher = SlurmLauncher(slurm)
+    return scenario, runner.run_scenario(scenario, store, launcher, launcher.backend(scenario), options)
+
+
+def cluster_job_script(reference: str, slurm, options: RunOptions) -> str:
+    """The sbatch script a SLURM run of the scenario submits, for a user to read or submit."""
+    from .launchers import DEBUG_KNOBS
+    from .slurm.launcher import SlurmLauncher
+
+    scenario = scenarios.resolve(reference)
+    launcher = SlurmLauncher(slurm)
+    run_dir, run_id = launcher.new_run_dir(scenario)
+    return launcher.job_script(scenario, launcher.backend(scenario), run_dir, run_id,
+                               extra_env=DEBUG_KNOBS.get(options.debug or ""))
+
+
+def preflight(store, slurm, *, nodes: int | None, ranks_per_node: int, pairs: str, timeout_s: float):
+    """The healthy experiment across a cluster's nodes, then pairs of them (slurm/preflight.py)."""
+    from .slurm import preflight as checks
+
+    return checks.run(store, slurm, nodes=nodes, ranks_per_node=ranks_per_node, pairs=pairs, timeout_s=timeout_s)
+
+
+def preflight_dict(result) -> dict:
+    from .slurm import preflight as checks
+
+    return checks.as_dict(result)
+
+
 def run_all(store, host: Host, options: RunOptions, progress=None):
     """The whole catalog, one scenario after another."""
     return runner.run_suite(scenarios.load_all(), store, host, options, progress)

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from .errors import BadInput, ExitCode, FaultlabError, exit_code_of, sigterm_raises_terminated
+from .slurm.cli import slurm_options
 
 
 class _Group(click.Group):
@@ -102,18 +103,23 @@ def main(ctx, db):
 @click.option("--live", "live_only", is_flag=True, help="Run live or fail (exit 3): never replay a shipped recording.")
 @click.option("--record-to", type=click.Path(file_okay=False, path_type=Path),
               help="Also write the run and its baseline as one recording file, DIR/<scenario>.<hardware>.json (how recordings/ is made).")
+@slurm_options(print_script=True)
 @click.pass_obj
-def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, wide, live_only, record_to):
+def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_explain, wide, live_only, record_to,
+        slurm):
     """Run SCENARIO (an id or a YAML file) live and compare it with the healthy baseline.
 
     Where this host cannot run it (a GPU scenario without the GPUs), the scenario's shipped
     recording is replayed instead, and labelled as a replay. With --all, every scenario of
-    the catalog runs (GPU ones live or replayed), with a line of progress each."""
+    the catalog runs (GPU ones live or replayed), with a line of progress each. With
+    --slurm, it runs on a SLURM cluster's nodes instead (docs/cluster.md)."""
     from . import app
     from .reports import text
 
     if run_all == bool(scenario):
         raise BadInput("give either a SCENARIO or --all")
+    if run_all and slurm:
+        raise BadInput("--slurm runs one SCENARIO at a time, not --all")
     options = app.RunOptions(fresh_baseline=fresh_baseline, keep_logs=logs, debug=debug,
                          live_only=live_only, record_to=record_to)
     if run_all:
@@ -124,7 +130,13 @@ def run(session, scenario, run_all, as_json, logs, fresh_baseline, debug, no_exp
         else:
             click.echo("\n" + text.suite_summary(results))
         sys.exit(int(ExitCode.OK if all(r.reproduced for _, r, _ in results) else ExitCode.NOT_REPRODUCED))
-    loaded, recording = app.run(scenario, session.store, session.host, options)
+    if slurm and slurm.print_script:
+        click.echo(app.cluster_job_script(scenario, slurm.options, options), nl=False)
+        return
+    if slurm:
+        loaded, recording = app.run_on_cluster(scenario, session.store, slurm.options, options)
+    else:
+        loaded, recording = app.run(scenario, session.store, session.host, options)
     if as_json:
         _emit_json(text.as_json(recording))
     else:
@@ -406,6 +418,37 @@ def storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, fmt):
         _emit_json(to_dict(report))
     else:
         click.echo(report_storm.html_report(report) if fmt == "html" else report_storm.text_report(report))
+
+
+
+
+@main.command()
+@click.option("--nodes", type=click.IntRange(min=2), help="How many nodes to check (default: every usable node of "
+              "the partition, or of --nodelist).")
+@click.option("--ranks-per-node", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--pairs", type=click.Choice(["on-failure", "always", "never"]), default="on-failure", show_default=True,
+              help="When to check every pair of nodes after the run across all of them.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 600), default=30.0, show_default=True,
+              help="The process group's timeout in each check, in seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@slurm_options(required=True)
+@click.pass_obj
+def preflight(session, nodes, ranks_per_node, pairs, timeout_s, as_json, slurm):
+    """Check a SLURM cluster's nodes with the healthy experiment before a big job.
+
+    Runs the experiment across all nodes (every rank must hold N(N-1)/2 after all_reduce),
+    then, if that fails (or with --pairs always), on every pair of nodes, and names the node
+    or link at fault and why. Every check is stored as a recording (docs/cluster.md)."""
+    from . import app
+    from .reports.preflight import preflight_report
+
+    result = app.preflight(session.store, slurm.options, nodes=nodes, ranks_per_node=ranks_per_node,
+                           pairs=pairs, timeout_s=timeout_s)
+    if as_json:
+        _emit_json(app.preflight_dict(result))
+    else:
+        click.echo(preflight_report(result))
+    sys.exit(int(ExitCode.OK if result.healthy else ExitCode.NOT_REPRODUCED))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ compared with, and where and how it was made. `runner.run_scenario` takes any la
 and does the rest (symptoms, comparison, the Recording, the store) the same way for all.
 
 - LocalLauncher: live on this machine, through torch's elastic launcher (lab/).
+- SlurmLauncher (slurm/): live on a SLURM cluster's nodes, each running torchrun.
 - ReplayLauncher: a recording made live elsewhere (a GPU host, or an earlier run in the
   store), evaluated again here and labelled as a replay.
 
@@ -101,10 +102,60 @@ def topology_name(scenario: Scenario) -> str:
     return f"{topology.nodes}x{topology.ranks_per_node}" + ("-hosts" if topology.hosts else "")
 
 
-class LocalLauncher:
-    """Live on this machine: torch's own elastic launcher, one agent per simulated node."""
+class LiveLauncher:
+    """A launcher that runs the experiment for real: the run and its healthy baseline of the
+    same topology, made the same way. A member gives `capture`, `environment` and
+    `healthy_backend`; the baseline and the launch are the same for all."""
 
     live = True
+
+    def environment(self) -> Environment:
+        raise NotImplementedError
+
+    def capture(self, scenario: Scenario, backend: str, *, healthy: bool = False,
+                extra_env: dict[str, str] | None = None, keep_logs: Path | None = None) -> Capture:
+        raise NotImplementedError
+
+    def healthy_backend(self, scenario: Scenario, backend: str) -> tuple[str, str]:
+        return backend, ""
+
+    def baseline(self, scenario: Scenario, backend: str, store, options: RunOptions) -> Recording:
+        """The healthy run of the scenario's topology: the stored one, or run live now."""
+        backend, why = self.healthy_backend(scenario, backend)
+        topology, env = topology_name(scenario), self.environment()
+        if not options.fresh_baseline:
+            cached = store.latest_baseline(topology, backend, env.torch, env.host)
+            if cached is not None and cached.reproduced:
+                return dataclasses.replace(cached, baseline_note=_join(cached.baseline_note, why))
+        keep = options.keep_logs / "baseline" if options.keep_logs else None
+        capture = self.capture(scenario, backend, healthy=True, keep_logs=keep)
+        found = symptoms.match_capture(capture)
+        # Against itself, only exits and values can deviate: N(N-1)/2 on every rank, exit 0.
+        healthy = compare.compare(capture, found, capture, found).verdict == "healthy"
+        launched = Launched(capture=capture, baseline=None, environment=self.environment(), backend=backend, debug=None,
+                            live=True, source="live", baseline_note=f"healthy {topology} run on {backend}")
+        recording = build_recording(f"baseline-{topology}", "baseline", launched, found, None, (), (),
+                                    "healthy", healthy)
+        store.save(recording)
+        return dataclasses.replace(recording, baseline_note=_join(recording.baseline_note, why))
+
+    def launch(self, scenario: Scenario, backend: str, store, options: RunOptions) -> Launched:
+        if options.debug is not None and options.debug not in DEBUG_KNOBS:
+            raise BadInput(f"unknown debug knob {options.debug!r} (known: {', '.join(DEBUG_KNOBS)})")
+        baseline = self.baseline(scenario, backend, store, options)
+        capture = self.capture(scenario, backend, extra_env=DEBUG_KNOBS.get(options.debug or ""),
+                               keep_logs=options.keep_logs / "run" if options.keep_logs else None)
+        return Launched(capture=capture, baseline=baseline, environment=self.environment(), backend=backend,
+                        debug=options.debug, live=True, source="live",
+                        baseline_note=f"{baseline.baseline_note}, recorded {baseline.recorded_at}")
+
+
+def _join(note: str, why: str) -> str:
+    return f"{note} ({why})" if why else note
+
+
+class LocalLauncher(LiveLauncher):
+    """Live on this machine: torch's own elastic launcher, one agent per simulated node."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -134,40 +185,6 @@ class LocalLauncher:
                 "the baseline is a healthy gloo run of the same topology and the expected N(N-1)/2"
             )
         return backend, ""
-
-    def baseline(self, scenario: Scenario, backend: str, store, options: RunOptions) -> Recording:
-        """The healthy run of the scenario's topology: the stored one, or run live now."""
-        backend, why = self.healthy_backend(scenario, backend)
-        topology, env = topology_name(scenario), self.environment()
-        if not options.fresh_baseline:
-            cached = store.latest_baseline(topology, backend, env.torch, env.host)
-            if cached is not None and cached.reproduced:
-                return dataclasses.replace(cached, baseline_note=_join(cached.baseline_note, why))
-        keep = options.keep_logs / "baseline" if options.keep_logs else None
-        capture = self.capture(scenario, backend, healthy=True, keep_logs=keep)
-        found = symptoms.match_capture(capture)
-        # Against itself, only exits and values can deviate: N(N-1)/2 on every rank, exit 0.
-        healthy = compare.compare(capture, found, capture, found).verdict == "healthy"
-        launched = Launched(capture=capture, baseline=None, environment=env, backend=backend, debug=None,
-                            live=True, source="live", baseline_note=f"healthy {topology} run on {backend}")
-        recording = build_recording(f"baseline-{topology}", "baseline", launched, found, None, (), (),
-                                    "healthy", healthy)
-        store.save(recording)
-        return dataclasses.replace(recording, baseline_note=_join(recording.baseline_note, why))
-
-    def launch(self, scenario: Scenario, backend: str, store, options: RunOptions) -> Launched:
-        if options.debug is not None and options.debug not in DEBUG_KNOBS:
-            raise BadInput(f"unknown debug knob {options.debug!r} (known: {', '.join(DEBUG_KNOBS)})")
-        baseline = self.baseline(scenario, backend, store, options)
-        capture = self.capture(scenario, backend, extra_env=DEBUG_KNOBS.get(options.debug or ""),
-                               keep_logs=options.keep_logs / "run" if options.keep_logs else None)
-        return Launched(capture=capture, baseline=baseline, environment=self.environment(), backend=backend,
-                        debug=options.debug, live=True, source="live",
-                        baseline_note=f"{baseline.baseline_note}, recorded {baseline.recorded_at}")
-
-
-def _join(note: str, why: str) -> str:
-    return f"{note} ({why})" if why else note
 
 
 class ReplayLauncher:

@@ -111,7 +111,8 @@ def _gpu_slices(nodes: int, gpus_per_node: int, host_gpus: int) -> list[str]:
     return slices
 
 
-def _draft(scenario: Scenario, backend: str, healthy: bool, extra_env: dict[str, str] | None) -> PlanDraft:
+def _draft(scenario: Scenario, backend: str, healthy: bool, extra_env: dict[str, str] | None,
+           cluster_env: dict[str, str] | None = None) -> PlanDraft:
     """The healthy launch of the topology, then (unless `healthy`) every fault applied to it."""
     topology = scenario.topology
     draft = PlanDraft(
@@ -124,7 +125,10 @@ def _draft(scenario: Scenario, backend: str, healthy: bool, extra_env: dict[str,
         ],
     )
     for node in draft.nodes:
-        node.env.update(HOSTS_ENV if topology.hosts else LOOPBACK_ENV)
+        if cluster_env is not None:
+            node.env.update(cluster_env)
+        else:
+            node.env.update(HOSTS_ENV if topology.hosts else LOOPBACK_ENV)
         node.env[FLIGHT_RECORDER_ENV] = FLIGHT_RECORDER_BUFFER  # a scenario's env may change it
         node.env.update(scenario.env)
         node.env.update(extra_env or {})
@@ -147,16 +151,21 @@ def build_plan(
     healthy: bool = False,
     host_gpus: int = 0,
     extra_env: dict[str, str] | None = None,
+    cluster_env: dict[str, str] | None = None,
 ) -> LaunchPlan:
-    """The launch of `scenario` on `backend`; `healthy` leaves every fault out (the baseline)."""
-    draft = _draft(scenario, backend, healthy, extra_env)
-    if backend == "nccl":
+    """The launch of `scenario` on `backend`; `healthy` leaves every fault out (the baseline).
+
+    `cluster_env`, for nodes of a real cluster: every node's environment instead of this
+    machine's loopback; the scheduler gives each node its GPUs, and every worker is a fresh
+    interpreter started by torchrun."""
+    draft = _draft(scenario, backend, healthy, extra_env, cluster_env)
+    if backend == "nccl" and cluster_env is None:
         if host_gpus < 1:
             raise EnvironmentProblem("the nccl backend needs a GPU; this host has none")
         for node, visible in zip(draft.nodes, _gpu_slices(len(draft.nodes), draft.gpus_per_node, host_gpus)):
             node.env.setdefault("CUDA_VISIBLE_DEVICES", visible)
     # CUDA cannot be initialized in a child forked from a process that imported torch.
-    fork = backend == "gloo" and not any(
+    fork = backend == "gloo" and cluster_env is None and not any(
         key in node.env and os.environ.get(key) != node.env[key] for node in draft.nodes for key in IMPORT_TIME_ENV
     )
     startup = 0.0 if fork else EXEC_STARTUP_ALLOWANCE_S

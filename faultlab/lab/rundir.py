@@ -11,6 +11,11 @@ name of its own. Layout:
       ranks/node<N>-local<L>-rank<R>.fr  its Flight Recorder dump, as torch pickles it
       flight_recorder_requests.json    the state of each live worker asked to dump at the deadline
       torchelastic/                    torch's own per-attempt logs (not kept)
+
+A run on a SLURM cluster (slurm/) keeps its run directory where every node sees it, with
+the job's own files beside the above: job.sh (what was submitted), job.out (its output),
+job.json (written as the job starts), node.sh (each node's part) and, per node,
+node<N>.start (its facts as it starts) and node<N>.exit (its launcher's exit code and time).
 """
 
 from __future__ import annotations
@@ -86,8 +91,30 @@ class RunDir:
     def dump_requests(self) -> Path:
         return self.root / "flight_recorder_requests.json"
 
-    def launcher_log(self, node: int) -> Path:
+    def launcher_log(self, node: int | str) -> Path:
         return self.root / f"node{node}.launcher.log"
+
+    @property
+    def job_script(self) -> Path:
+        return self.root / "job.sh"
+
+    @property
+    def job_output(self) -> Path:
+        return self.root / "job.out"
+
+    @property
+    def job_record(self) -> Path:
+        return self.root / "job.json"
+
+    @property
+    def node_script(self) -> Path:
+        return self.root / "node.sh"
+
+    def node_start(self, node: int | str) -> Path:
+        return self.root / f"node{node}.start"
+
+    def node_exit(self, node: int | str) -> Path:
+        return self.root / f"node{node}.exit"
 
     def slot(self, node: int, local_rank: int, rank: int | None = None) -> Slot:
         return Slot(self.ranks / slot_name(node, local_rank, rank))

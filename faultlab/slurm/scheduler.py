@@ -1,0 +1,119 @@
+"""SLURM's own commands, as faultlab uses them: sbatch to submit, squeue to watch, scancel to end.
+
+A submitted job is always cancelled and waited out of squeue before faultlab returns,
+whatever happens (the end of the run, its deadline, Ctrl-C, an error): `submitted` is a
+context manager that guarantees it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ..errors import EnvironmentProblem
+
+COMMAND_TIMEOUT_S = 30  # one sbatch, squeue or scancel call
+POLL_S = 0.2
+# How long a cancelled or finished job may stay in squeue (COMPLETING: SLURM's KillWait,
+# epilogs) before faultlab reports it as left behind.
+LEAVE_QUEUE_S = 90.0
+
+
+def missing_commands() -> str | None:
+    """What this machine lacks to submit jobs, in words; None if nothing."""
+    missing = [name for name in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(name) is None]
+    if missing:
+        return f"SLURM's client commands are not installed here (missing: {', '.join(missing)})"
+    return None
+
+
+def _run(*command: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except FileNotFoundError:
+        raise EnvironmentProblem(f"{command[0]} is not installed here") from None
+    except subprocess.TimeoutExpired:
+        raise EnvironmentProblem(f"{command[0]} did not answer within {COMMAND_TIMEOUT_S} s: is slurmctld up?") from None
+
+
+def _first_line(done: subprocess.CompletedProcess) -> str:
+    text = (done.stderr or done.stdout).strip()
+    return text.splitlines()[0] if text else f"exit status {done.returncode}"
+
+
+def submit(script: Path, output: Path) -> str:
+    """sbatch the script with its output file; returns the job id."""
+    done = _run("sbatch", "--parsable", f"--output={output}", str(script))
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"sbatch refused the job: {_first_line(done)}")
+    return done.stdout.strip().split(";")[0]
+
+
+def state(job_id: str) -> str | None:
+    """The job's state as squeue shows it (PENDING, RUNNING, COMPLETING...), None once it left."""
+    done = _run("squeue", "--noheader", f"--jobs={job_id}", "--format=%T")
+    if done.returncode != 0:
+        if "Invalid job id" in (done.stderr or ""):
+            return None
+        raise EnvironmentProblem(f"squeue failed: {_first_line(done)}")
+    return done.stdout.strip() or None
+
+
+def cancel(job_id: str) -> None:
+    _run("scancel", job_id)
+
+
+def wait_until_gone(job_id: str, limit_s: float = LEAVE_QUEUE_S) -> None:
+    end = time.monotonic() + limit_s
+    while state(job_id) is not None:
+        if time.monotonic() >= end:
+            raise EnvironmentProblem(f"SLURM job {job_id} is still in squeue {limit_s:.0f} s after it was cancelled")
+        time.sleep(POLL_S)
+
+
+@contextlib.contextmanager
+def submitted(script: Path, output: Path):
+    """Submit; yield the job id; on the way out (however it comes) cancel the job unless it
+    already left, and wait until squeue no longer lists it."""
+    job_id = submit(script, output)
+    try:
+        yield job_id
+    finally:
+        with contextlib.suppress(EnvironmentProblem):
+            if state(job_id) not in (None, "COMPLETED", "COMPLETING"):
+                cancel(job_id)
+        wait_until_gone(job_id)
+
+
+def cluster_name() -> str:
+    """ClusterName from the controller's configuration ('' if it cannot be read)."""
+    done = _run("scontrol", "show", "config")
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "ClusterName":
+            return value.strip()
+    return ""
+
+
+def expand_nodelist(nodelist: str) -> list[str]:
+    """'n[1-3]' -> ['n1', 'n2', 'n3'] (scontrol show hostnames)."""
+    done = _run("scontrol", "show", "hostnames", nodelist)
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"scontrol cannot expand the node list {nodelist!r}: {_first_line(done)}")
+    return done.stdout.split()
+
+
+def partition_nodes(partition: str | None) -> list[str]:
+    """The nodes of a partition (the default one when None) that can take jobs."""
+    command = ["sinfo", "--noheader", "--Node", "--format=%N %t"]
+    if partition:
+        command.append(f"--partition={partition}")
+    done = _run(*command)
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"sinfo failed: {_first_line(done)}")
+    usable = ("idle", "mix", "alloc", "comp")
+    nodes = [line.split()[0] for line in done.stdout.splitlines() if line.split()[1].rstrip("*~#$@") in usable]
+    return list(dict.fromkeys(nodes))

@@ -1,0 +1,178 @@
+"""faultlab on a real SLURM cluster: the practice cluster of scripts/slurm-cluster (nodes in
+network namespaces on this machine), through sbatch and srun. Needs root and SLURM's
+packages (scripts/system-packages installs them); skipped, naming what is missing, without."""
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, TEST_SCENARIOS, load
+
+from faultlab import app
+from faultlab.launchers import RunOptions
+from faultlab.slurm import preflight, scheduler
+from faultlab.slurm.options import load_config
+
+pytestmark = pytest.mark.live
+CLUSTER = ROOT / "scripts" / "slurm-cluster"
+STATE = "/run/faultlab-slurm"
+NODES = ("n1", "n2", "n3")
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0:
+        return "the practice SLURM cluster needs root (network namespaces, a bridge, slurmd)"
+    missing = [name for name in ("ip", "munged", "slurmctld", "slurmd", "sbatch", "nft") if shutil.which(name) is None]
+    if missing:
+        return f"not installed: {', '.join(missing)} (scripts/system-packages installs them as root)"
+    return None
+
+
+def _cluster(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CLUSTER), *args], capture_output=True, text=True, timeout=120)
+
+
+def _node_processes() -> dict[str, list[str]]:
+    """Processes in each node's namespace other than its slurmd: a job's leftovers."""
+    left = {}
+    for index in range(1, len(NODES) + 1):
+        pids = subprocess.run(["ip", "netns", "pids", f"flslurm-n{index}"], capture_output=True, text=True).stdout.split()
+        names = []
+        for pid in pids:
+            try:
+                names.append(open(f"/proc/{pid}/comm").read().strip())
+            except OSError:
+                continue
+        left[f"n{index}"] = [name for name in names if name != "slurmd"]
+    return {node: names for node, names in left.items() if names}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The practice cluster's settings; brought up for these tests (and down after) unless already up."""
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    already_up = _cluster("status").returncode == 0
+    if not already_up:
+        started = _cluster("up", str(len(NODES)))
+        assert started.returncode == 0, started.stderr
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = f"{STATE}/slurm.conf"
+    try:
+        yield load_config(Path(f"{STATE}/faultlab.yaml"))
+    finally:
+        if previous is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = previous
+        if not already_up:
+            _cluster("down")
+
+
+@pytest.fixture
+def slurm(cluster, tmp_path):
+    return dataclasses.replace(cluster, shared_dir=tmp_path / "shared")
+
+
+def _queue_is_empty():
+    assert scheduler._run("squeue", "--noheader").stdout.strip() == ""
+    assert _node_processes() == {}
+
+
+def test_healthy_experiment_across_two_nodes(slurm, store):
+    scenario, recording = app.run_on_cluster("healthy", store, slurm, RunOptions())
+    assert recording.reproduced and recording.live and recording.comparison.verdict == "healthy"
+    assert [rank.value for rank in recording.capture.ranks] == [6.0] * 4
+    assert recording.environment.host.startswith("slurm:faultlab-practice/")
+    assert "SLURM job" in recording.capture.network
+    assert [node.command.split()[0] for node in recording.capture.nodes] == ["[n1]", "[n2]"]
+    assert not list(slurm.shared_dir.iterdir())  # the run directory is read and removed
+    _queue_is_empty()
+
+
+def test_wrong_master_port_is_on_node_1_only(slurm, store):
+    scenario, recording = app.run_on_cluster("wrong-master-port-node", store, slurm, RunOptions())
+    assert recording.reproduced, recording.comparison.summary
+    node0, node1 = recording.capture.nodes
+    assert node1.master_port == node0.master_port + 1 and node1.command.startswith("[n2]")
+    assert all(rank.ending == "never_started" for rank in recording.capture.ranks)
+    _queue_is_empty()
+
+
+def test_rank_crash_culprit_is_rank_2_on_node_1(slurm, store):
+    scenario, recording = app.run_on_cluster("rank-crash", store, slurm, RunOptions())
+    assert recording.reproduced, recording.comparison.summary
+    crashed = [rank for rank in recording.capture.ranks if "corrupt sample" in rank.stderr]
+    assert [(rank.rank, rank.node) for rank in crashed] == [(2, 1)]
+    _queue_is_empty()
+
+
+def test_preflight_names_a_node_whose_interface_is_wrong(slurm, store):
+    broken = _cluster("break", "n2", "ifname")
+    assert broken.returncode == 0, broken.stderr
+    try:
+        result = preflight.run(store, slurm, nodes=None, ranks_per_node=1, pairs="on-failure", timeout_s=5)
+    finally:
+        _cluster("mend", "n2")
+    assert not result.healthy and result.bad_nodes == ("n2",) and result.bad_links == ()
+    assert [check.nodes for check in result.checks] == [NODES, ("n1", "n2"), ("n1", "n3"), ("n2", "n3")]
+    assert [check.healthy for check in result.checks] == [False, False, True, False]
+    assert all("wrong-socket-interface on n2" in check.why for check in result.checks if not check.healthy)
+    assert result.checks[2].phases["all_reduce"] is not None
+    _queue_is_empty()
+
+
+def test_deadline_cancels_the_job(slurm, store):
+    hang = load(TEST_SCENARIOS / "hang-short.yaml")
+    from faultlab import runner
+    from faultlab.slurm.launcher import SlurmLauncher
+
+    launcher = SlurmLauncher(slurm)
+    recording = runner.run_scenario(hang, store, launcher, launcher.backend(hang), RunOptions())
+    assert recording.capture.hit_deadline and recording.comparison.verdict == "hung"
+    assert all(rank.ending == "killed_at_deadline" for rank in recording.capture.ranks)
+    _queue_is_empty()
+
+
+def test_ctrl_c_cancels_the_job(cluster, tmp_path):
+    command = [str(Path(sys.executable).parent / "faultlab"), "--db", str(tmp_path / "db"), "run",
+               str(TEST_SCENARIOS / "hang-short.yaml"), "--slurm-config", f"{STATE}/faultlab.yaml",
+               "--shared-dir", str(tmp_path / "shared")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 40
+        while "RUNNING" not in scheduler._run("squeue", "--noheader", "--format=%T").stdout:
+            assert process.poll() is None and time.monotonic() < end, "the job never started"
+            time.sleep(0.2)
+        time.sleep(1.0)  # the nodes' launchers are up
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    _queue_is_empty()
+
+
+def test_cluster_comes_down_leaving_nothing(cluster):
+    """Last: down (twice: idempotent) leaves no daemon, namespace, bridge or state; then up again."""
+    for _ in range(2):
+        done = _cluster("down")
+        assert done.returncode == 0, done.stderr
+    assert not [line for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
+                if line.startswith("flslurm-")]
+    assert subprocess.run(["ip", "link", "show", "flslurm0"], capture_output=True).returncode != 0
+    assert not os.path.exists(STATE)
+    assert subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode != 0
+    assert _cluster("status").returncode == 1
+    started = _cluster("up", str(len(NODES)))  # as the module found it (the fixture takes it down if it made it)
+    assert started.returncode == 0, started.stderr
