@@ -187,3 +187,36 @@ def storm(clients: str, stagger_ms: str, wave: int, stores: str, somaxconn: int 
         stagger_ms=storms.parse_list(stagger_ms, "--stagger-ms", float), wave=wave,
         stores=tuple(storms.STORES) if stores == "both" else (stores,), somaxconn=somaxconn, timeout_s=timeout_s)
     return storms.measure(options, progress)
+
+
+def begin_command() -> None:
+    """What every command does first: note the files it reads, make its output terminal-safe."""
+    from . import textsafe, userfiles
+
+    userfiles.begin_command()
+    textsafe.guard_terminal()
+
+
+def check_trainee(name: str) -> str:
+    from . import identity
+
+    identity.check(identity.TRAINEE, name, "trainee", "a trainee name (letters, digits, space, . _ @ + -)")
+    return name
+
+
+def check_pack(pack: str | None) -> None:
+    if pack and pack not in scenarios.load_packs():
+        raise BadInput(f"--pack {pack!r}: no such pack (known: {', '.join(scenarios.load_packs())})")
+
+
+def triage(paths: list[Path], db: Path | None, stdin):
+    """`faultlab diagnose`: real logs (and Flight Recorder dumps) read, causes ranked."""
+    from . import diagnose
+
+    return diagnose.triage(paths, db, stdin)
+
+
+def triage_accuracy(case_files: list[Path]):
+    from . import triage_accuracy as accuracy
+
+    return accuracy.measure(case_files)

@@ -1,8 +1,5 @@
-"""The faultlab command line: parse, make one application call, render one report.
-
-No rule lives here (app.py and the core hold them) and no torch is imported until a
-command needs this host's facts or a launch.
-"""
+"""The faultlab command line: parse, make one application call (app.py holds the rules),
+render one report. No torch is imported until a command needs this host's facts or a launch."""
 
 from __future__ import annotations
 
@@ -83,10 +80,9 @@ def main(ctx, db):
     Exit codes: 0 the run reproduced what the scenario expects; 1 it did not; 2 bad input
     (an unreadable store too); 3 this machine cannot run it; 130 interrupted; 143 terminated.
     """
-    from . import textsafe, userfiles
+    from . import app
 
-    userfiles.begin_command()
-    textsafe.guard_terminal()
+    app.begin_command()
     ctx.call_on_close(sigterm_raises_terminated())
     ctx.obj = _Invocation(ctx, db)
 
@@ -217,11 +213,9 @@ def _trainee(name: str | None) -> str:
     import getpass
     import os
 
-    from . import identity
+    from . import app
 
-    who = name or os.environ.get("FAULTLAB_TRAINEE") or getpass.getuser()
-    identity.check(identity.TRAINEE, who, "trainee", "a trainee name (letters, digits, space, . _ @ + -)")
-    return who
+    return app.check_trainee(name or os.environ.get("FAULTLAB_TRAINEE") or getpass.getuser())
 
 
 @main.command()
@@ -282,11 +276,10 @@ def drill(session, scenario, pack, pick_random, seed, trainee, replay, answers_f
 @click.pass_obj
 def scores(session, trainee, pack, as_json):
     """The leaderboard and per-cause weak spots (or one trainee's history)."""
-    from . import scenario as scenarios
+    from . import app
     from .reports import text
 
-    if pack and pack not in scenarios.load_packs():
-        raise BadInput(f"--pack {pack!r}: no such pack (known: {', '.join(scenarios.load_packs())})")
+    app.check_pack(pack)
     store = session.stored
     if store.missing and not as_json:
         click.echo(f"No recordings yet: {store.path} does not exist (drill someone first).")
@@ -367,13 +360,13 @@ def diagnose_logs(ctx, paths, as_json, top):
     Exit codes: 0 causes found; 1 no known signature (nothing the catalog knows, or only
     failures outside it); 2 bad input.
     """
-    from . import diagnose
+    from . import app
     from .reports import triage
 
     stdin = sys.stdin.buffer
     if not paths and stdin.isatty():
         raise BadInput("no logs given: name files or directories, or pipe a log in ('-' reads standard input)")
-    found = diagnose.triage(list(paths), ctx.find_root().params.get("db"), stdin)
+    found = app.triage(list(paths), ctx.find_root().params.get("db"), stdin)
     if as_json:
         _emit_json(triage.diagnosis_json(found))
     else:
@@ -387,10 +380,10 @@ def diagnose_logs(ctx, paths, as_json, top):
 def diagnose_accuracy(case_files, as_json):
     """How well diagnose names the known cause and culprit of logs whose cause is known (YAML case
     lists): top-1 / top-3, culprit named at rank and node level, "not in the catalog" answered right."""
-    from . import triage_accuracy
+    from . import app
     from .reports import triage
 
-    accuracy = triage_accuracy.measure(list(case_files))
+    accuracy = app.triage_accuracy(list(case_files))
     if as_json:
         _emit_json(triage.accuracy_json(accuracy))
     else:
@@ -410,12 +403,12 @@ def storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, fmt):
     """Join N clients to one TCPStore the way ranks do, at once or staggered: time to ready."""
     from . import app
     from .reports import storm as report_storm
-    from .serial import to_dict
+    from .reports import text
 
     progress = (lambda cell: click.echo(report_storm.progress_line(cell), err=True)) if fmt == "text" else None
     report = app.storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, progress)
     if fmt == "json":
-        _emit_json(to_dict(report))
+        _emit_json(text.as_json(report))
     else:
         click.echo(report_storm.html_report(report) if fmt == "html" else report_storm.text_report(report))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import cause_rules
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
-from .flight_recorder.evidence import DumpEvidence, evidence_from_dumps, merge_into
+from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
 from .log_facts import read_facts, untouched_pid
 from .log_scan import (ERROR_LINES_KEPT, NODE_IN_PATH, RANK_IN_PATH, Evidence, log_files, number_in, scan_all,
                        scan_stream)
@@ -231,4 +231,27 @@ def _next_check(causes) -> str:
 
 def _with_flight_recorder(found: Diagnosis, paths: list[Path]) -> Diagnosis:
     """Flight Recorder dumps and torchrun error files among `paths`, weighed in (flight_recorder.evidence)."""
-    return merge_into(found, evidence_from_dumps(paths))
+    return _with_dump_evidence(found, evidence_from_dumps(paths))
+
+
+def _with_dump_evidence(diagnosis: "Diagnosis", evidence: DumpEvidence) -> "Diagnosis":
+    """`diagnosis` with the Flight Recorder dump evidence weighed in: the causes the dumps
+    point to gain their weight (as much as all the log evidence together), and the culprit
+    the recorder names, where it names one, is the culprit."""
+    if evidence.analysis is None:
+        return diagnosis
+    scores = {ranked.cause: ranked.confidence for ranked in diagnosis.causes}
+    signatures = {ranked.cause: ranked.signatures for ranked in diagnosis.causes}
+    for cause, weight in evidence.causes:
+        scores[cause] = scores.get(cause, 0.0) + weight
+        signatures[cause] = tuple(sorted(set(signatures.get(cause, ())) | {FLIGHT_RECORDER}))
+    total = sum(scores.values()) + diagnosis.unknown or 1.0
+    causes = tuple(RankedCause(cause, round(score / total, 3), signatures[cause])
+                   for cause, score in sorted(scores.items(), key=lambda item: -item[1]))
+    analysis = evidence.analysis
+    changes = {"causes": causes, "unknown": round(diagnosis.unknown / total, 3), "flight_recorder": evidence,
+               "notes": tuple(note for note in diagnosis.notes if not note.startswith(evidence.used))}
+    if len(analysis.culprits) == 1:
+        changes.update(culprit=analysis.culprits[0], culprit_reason=f"Flight Recorder: {analysis.reason}",
+                       culprit_node=diagnosis.culprit_node if diagnosis.culprit == analysis.culprits[0] else None)
+    return dataclasses.replace(diagnosis, **changes)

@@ -12,8 +12,8 @@ import re
 from typing import Callable, Literal
 
 from . import identity
-from .lab.draft import PlanDraft
-from .lab.program import CodePatch
+from . import fault_edits as edits
+from .lab.draft import PlanDraft, Target, TargetKind
 from .textsafe import excerpt
 
 MAX_PORT_OFFSET = 1000  # MASTER_PORT + offset stays a port of this machine's ephemeral range
@@ -22,20 +22,6 @@ MAX_RANKS_PER_NODE = 64  # as the topology's bound
 MAX_NODES = 16
 MAX_GPUS_PER_NODE = 16
 MAX_NUMEL = 1 << 20  # elements of the all_reduce tensor: 4 MB of float32
-
-TargetKind = Literal["job", "node", "rank"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """Where a fault applies: the whole job, one node (plan index), or one global rank."""
-
-    kind: TargetKind
-    index: int = 0
-
-    def describe(self) -> str:
-        return "the whole job" if self.kind == "job" else f"{self.kind} {self.index}"
-
 
 @dataclasses.dataclass(frozen=True)
 class Param:
@@ -76,194 +62,6 @@ class FaultKind:
     needs_commands: tuple[str, ...] = ()  # system commands applying it needs (e.g. nft)
 
 
-def _rank_guard(target: Target, body: str) -> str:
-    """Code that runs `body` on the target rank only (or everywhere for a job-wide fault)."""
-    if target.kind == "job":
-        return body
-    indented = "".join(f"    {line}\n" for line in body.splitlines())
-    return f"if rank == {target.index}:\n{indented}"
-
-
-def _master_port_offset(draft: PlanDraft, target: Target, params: dict) -> None:
-    if target.kind == "node":
-        draft.nodes[target.index].master_port_offset = params["offset"]
-    else:
-        node, local_rank = draft.slot_of_rank(target.index)
-        node.worker_port_offsets[local_rank] = params["offset"]
-
-
-def _port_in_use(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.occupy_master_port = True
-
-
-def _skip_set_device(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.patches.append(CodePatch("device", replace='device = "cpu"\nif BACKEND == "nccl":\n    device = "cuda"\n'))
-
-
-def _rank_as_device(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.patches.append(
-        CodePatch(
-            "device",
-            replace='device = "cpu"\nif BACKEND == "nccl":\n    torch.cuda.set_device(rank)\n    device = "cuda"\n',
-        )
-    )
-
-
-def _skip_destroy(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.patches.append(CodePatch("shutdown", replace=""))
-    if params["reinit"]:
-        draft.patches.append(
-            CodePatch(
-                "after_shutdown",
-                after=(
-                    "\n# Evaluation: set up distributed again, as the training phase did.\n"
-                    "dist.init_process_group(BACKEND, timeout=TIMEOUT)\n"
-                ),
-            )
-        )
-
-
-def _socket_ifname(draft: PlanDraft, target: Target, params: dict) -> None:
-    variable = params["variable"] or ("NCCL_SOCKET_IFNAME" if draft.backend == "nccl" else "GLOO_SOCKET_IFNAME")
-    nodes = draft.nodes if target.kind == "job" else [draft.nodes[target.index]]
-    for node in nodes:
-        node.env[variable] = params["ifname"]
-
-
-def _launch_nproc(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.nodes[target.index].nproc_per_node = params["nproc_per_node"]
-
-
-def _duplicate_node_rank(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.nodes[target.index].node_rank = params["node_rank"]
-
-
-def _crash(draft: PlanDraft, target: Target, params: dict) -> None:
-    if params["mode"] == "sigkill":
-        body = "os.kill(os.getpid(), 9)  # what the kernel's OOM killer does\n"
-    else:
-        body = f'raise RuntimeError("corrupt sample in shard {target.index}: cannot decode record 1832")\n'
-    draft.patches.append(CodePatch("before_collective", after=_rank_guard(target, body)))
-
-
-def _slow_rank(draft: PlanDraft, target: Target, params: dict) -> None:
-    body = f"time.sleep({params['seconds']})  # {params['work']} that only this rank does\n"
-    if params["where"] == "collective":
-        draft.patches.append(CodePatch("before_collective", after=_rank_guard(target, body)))
-        return
-    # Before init there is no process group yet: the launcher's RANK says who we are.
-    if target.kind == "job":
-        guarded = body.replace("that only this rank does", "on every rank")
-    else:
-        guarded = f'if int(os.environ["RANK"]) == {target.index}:\n    {body}'
-    draft.patches.append(CodePatch("before_init", after=guarded))
-
-
-# Faults whose evidence is the Flight Recorder happen mid-job: every rank first runs one
-# training step (collective #1), so the divergence shows at a sequence id past the first.
-TRAINING_STEP = "grads = torch.ones(1, device=device)\ndist.all_reduce(grads)  # training step 1\n"
-
-
-def _after_training_step(draft: PlanDraft, body: str) -> None:
-    if not any(patch.after.startswith(TRAINING_STEP) for patch in draft.patches if patch.point == "before_collective"):
-        draft.patches.append(CodePatch("before_collective", after=TRAINING_STEP))
-    draft.patches.append(CodePatch("before_collective", after=body))
-
-
-def _freeze_rank(draft: PlanDraft, target: Target, params: dict) -> None:
-    body = "import signal\nos.kill(os.getpid(), signal.SIGSTOP)  # stopped: alive, silent, never resumed\n"
-    _after_training_step(draft, _rank_guard(target, body))
-
-
-def _extra_collective(draft: PlanDraft, target: Target, params: dict) -> None:
-    body = ("val_loss = torch.ones(1, device=device)  # validation, only on this rank\n"
-            "dist.all_reduce(val_loss)\n")
-    _after_training_step(draft, _rank_guard(target, body))
-
-
-def _swap_collectives(draft: PlanDraft, target: Target, params: dict) -> None:
-    _after_training_step(draft, "config = torch.zeros(1, device=device)\n")
-    draft.patches.append(CodePatch("collective", replace=(
-        f"if rank == {target.index}:  # this rank syncs its config first\n"
-        "    dist.broadcast(config, src=0)\n    dist.all_reduce(x)\n"
-        "else:\n    dist.all_reduce(x)\n    dist.broadcast(config, src=0)\n")))
-
-
-def _busy_rank(draft: PlanDraft, target: Target, params: dict) -> None:
-    body = (f"end = time.time() + {params['seconds']}  # {params['work']}, only on this rank\n"
-            "w = torch.rand(64, 64)\nwhile time.time() < end:\n    w = torch.tanh(w @ w)\n")
-    _after_training_step(draft, _rank_guard(target, body))
-
-
-def _plain_python(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.launcher = "python"
-
-
-def _shape_mismatch(draft: PlanDraft, target: Target, params: dict) -> None:
-    body = f"x = torch.ones({params['numel']}, device=device) * rank  # this rank builds a different shape\n"
-    draft.patches.append(CodePatch("tensor", after=_rank_guard(target, body)))
-
-
-def _skip_collective(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.patches.append(
-        CodePatch(
-            "collective",
-            replace=f"if rank != {target.index}:  # this rank takes another branch\n    dist.all_reduce(x)\n",
-        )
-    )
-
-
-def _reduce_op(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.patches.append(CodePatch("collective", replace=f"dist.all_reduce(x, op=dist.ReduceOp.{params['op']})\n"))
-
-
-def _force_backend(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.patches.append(CodePatch("header", after=f"BACKEND = {params['backend']!r}  # hard-coded\n"))
-
-
-def _visible_gpus(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.gpus_per_node = params["count"]
-
-
-def _wrong_master_addr(draft: PlanDraft, target: Target, params: dict) -> None:
-    from .lab.netns import UNANSWERED_ADDRESS
-
-    draft.nodes[target.index].master_addr = UNANSWERED_ADDRESS
-
-
-def _own_master(draft: PlanDraft, target: Target, params: dict) -> None:
-    """The node's launch script fell back to "I am the master": node rank 0, MASTER_ADDR=localhost
-    (written as 127.0.0.1: faultlab never resolves a name)."""
-    nodes = draft.nodes if target.kind == "job" else [draft.nodes[target.index]]
-    for node in nodes:
-        node.node_rank = 0
-        node.master_addr = "127.0.0.1"
-
-
-def _late_start(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.nodes[target.index].start_delay_s = params["seconds"]
-
-
-def _node_lost(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.node_losses.append((target.index, params["after_s"]))
-    body = f"time.sleep({params['step_s']})  # the training step's forward and backward\n"
-    draft.patches.append(CodePatch("before_collective", after=body))
-
-
-def _listen_backlog(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.host_sysctls.append((target.index, "net.core.somaxconn", str(params["somaxconn"])))
-    if params["overflow"] == "reset":
-        draft.host_sysctls.append((target.index, "net.ipv4.tcp_abort_on_overflow", "1"))
-
-
-def _firewall(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.firewalls.append((target.index, params["ports"], params["action"]))
-
-
-def _link_down(draft: PlanDraft, target: Target, params: dict) -> None:
-    draft.link_downs.append((target.index, params["after_s"]))
-
-
 FAULT_KINDS: tuple[FaultKind, ...] = (
     FaultKind(
         id="master-port-offset",
@@ -271,7 +69,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="wrong-master-port",
         layer="launch",
         targets=("node", "rank"),
-        apply=_master_port_offset,
+        apply=edits.master_port_offset,
         params=(Param("offset", int, 1, "added to the job's MASTER_PORT", low=-MAX_PORT_OFFSET, high=MAX_PORT_OFFSET),),
     ),
     FaultKind(
@@ -280,7 +78,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="port-in-use",
         layer="launch",
         targets=("job",),
-        apply=_port_in_use,
+        apply=edits.port_in_use,
     ),
     FaultKind(
         id="skip-set-device",
@@ -288,7 +86,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="missing-set-device",
         layer="code",
         targets=("job",),
-        apply=_skip_set_device,
+        apply=edits.skip_set_device,
         gpu_only=True,
     ),
     FaultKind(
@@ -297,7 +95,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="rank-as-device-id",
         layer="code",
         targets=("job",),
-        apply=_rank_as_device,
+        apply=edits.rank_as_device,
         gpu_only=True,
     ),
     FaultKind(
@@ -306,7 +104,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="missing-destroy-process-group",
         layer="code",
         targets=("job",),
-        apply=_skip_destroy,
+        apply=edits.skip_destroy,
         params=(Param("reinit", bool, True, "initialize the process group again afterwards, as a second phase would"),),
     ),
     FaultKind(
@@ -315,7 +113,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="wrong-socket-interface",
         layer="launch",
         targets=("node", "job"),
-        apply=_socket_ifname,
+        apply=edits.socket_ifname,
         params=(
             Param("ifname", str, "eth9", "the interface name set", shape=(identity.INTERFACE, "an interface name")),
             Param("variable", str, "", "GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME (default: the backend's)",
@@ -328,7 +126,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="world-size-mismatch",
         layer="launch",
         targets=("node",),
-        apply=_launch_nproc,
+        apply=edits.launch_nproc,
         params=(Param("nproc_per_node", int, 1, "the --nproc_per_node this node is launched with", low=1, high=MAX_RANKS_PER_NODE),),
     ),
     FaultKind(
@@ -337,7 +135,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="duplicate-node-rank",
         layer="launch",
         targets=("node",),
-        apply=_duplicate_node_rank,
+        apply=edits.duplicate_node_rank,
         params=(Param("node_rank", int, 0, "the --node_rank this node is launched with", low=0, high=MAX_NODES - 1),),
     ),
     FaultKind(
@@ -346,7 +144,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="rank-crash",
         layer="code",
         targets=("rank",),
-        apply=_crash,
+        apply=edits.crash,
         params=(Param("mode", str, "exception", "how the rank dies", ("exception", "sigkill")),),
     ),
     FaultKind(
@@ -355,7 +153,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="straggler-rank",
         layer="code",
         targets=("rank", "job"),
-        apply=_slow_rank,
+        apply=edits.slow_rank,
         params=(
             Param("seconds", float, 10.0, "how long the extra work takes", low=0, high=MAX_SECONDS),
             Param("where", str, "collective", "before 'init' or before the 'collective'", ("init", "collective")),
@@ -369,7 +167,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="frozen-rank",
         layer="code",
         targets=("rank",),
-        apply=_freeze_rank,
+        apply=edits.freeze_rank,
     ),
     FaultKind(
         id="extra-collective",
@@ -377,7 +175,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="collective-mismatch",
         layer="code",
         targets=("rank",),
-        apply=_extra_collective,
+        apply=edits.extra_collective,
     ),
     FaultKind(
         id="swap-collectives",
@@ -385,7 +183,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="collective-mismatch",
         layer="code",
         targets=("rank",),
-        apply=_swap_collectives,
+        apply=edits.swap_collectives,
     ),
     FaultKind(
         id="busy-rank",
@@ -393,7 +191,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="straggler-rank",
         layer="code",
         targets=("rank",),
-        apply=_busy_rank,
+        apply=edits.busy_rank,
         params=(
             Param("seconds", float, 60.0, "how long it computes"),
             Param("work", str, "re-ranking the eval set", "what the computation is, as the code comment says"),
@@ -405,7 +203,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="no-launcher",
         layer="launch",
         targets=("job",),
-        apply=_plain_python,
+        apply=edits.plain_python,
     ),
     FaultKind(
         id="shape-mismatch",
@@ -413,7 +211,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="collective-mismatch",
         layer="code",
         targets=("rank",),
-        apply=_shape_mismatch,
+        apply=edits.shape_mismatch,
         params=(Param("numel", int, 2, "elements in that rank's tensor", low=1, high=MAX_NUMEL),),
     ),
     FaultKind(
@@ -422,7 +220,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="collective-mismatch",
         layer="code",
         targets=("rank",),
-        apply=_skip_collective,
+        apply=edits.skip_collective,
     ),
     FaultKind(
         id="reduce-op",
@@ -430,7 +228,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="wrong-reduce-op",
         layer="code",
         targets=("job",),
-        apply=_reduce_op,
+        apply=edits.reduce_op,
         params=(Param("op", str, "MAX", "the ReduceOp used", ("MAX", "MIN", "PRODUCT", "BAND", "BOR")),),
     ),
     FaultKind(
@@ -439,7 +237,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="nccl-without-gpu",
         layer="code",
         targets=("job",),
-        apply=_force_backend,
+        apply=edits.force_backend,
         params=(Param("backend", str, "nccl", "the backend hard-coded", ("nccl", "gloo")),),
     ),
     FaultKind(
@@ -448,7 +246,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="too-few-gpus",
         layer="launch",
         targets=("job",),
-        apply=_visible_gpus,
+        apply=edits.visible_gpus,
         params=(Param("count", int, 1, "GPUs visible on each node", low=0, high=MAX_GPUS_PER_NODE),),
         gpu_only=True,
     ),
@@ -458,7 +256,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="wrong-master-addr",
         layer="launch",
         targets=("node",),
-        apply=_wrong_master_addr,
+        apply=edits.wrong_master_addr,
         needs_hosts=True,
     ),
     FaultKind(
@@ -468,7 +266,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="split-world",
         layer="launch",
         targets=("node", "job"),
-        apply=_own_master,
+        apply=edits.own_master,
         needs_hosts=True,
     ),
     FaultKind(
@@ -477,7 +275,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="late-store-host",
         layer="launch",
         targets=("node",),
-        apply=_late_start,
+        apply=edits.late_start,
         params=(Param("seconds", float, 3.0, "how long after the others the node's launcher starts"),),
     ),
     FaultKind(
@@ -487,7 +285,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="store-host-lost",
         layer="launch",
         targets=("node",),
-        apply=_node_lost,
+        apply=edits.node_lost,
         params=(
             Param("after_s", float, 1.0, "seconds after the node's ranks finished init"),
             Param("step_s", float, 4.0, "the training step every rank runs between init and all_reduce"),
@@ -500,7 +298,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="listen-backlog-overflow",
         layer="launch",
         targets=("node",),
-        apply=_listen_backlog,
+        apply=edits.listen_backlog,
         params=(
             Param("somaxconn", int, 4, "the host's net.core.somaxconn"),
             Param("overflow", str, "drop", "what the kernel does with a connection the full queue cannot take: "
@@ -516,7 +314,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="firewall",
         layer="launch",
         targets=("node",),
-        apply=_firewall,
+        apply=edits.firewall,
         params=(
             Param("ports", str, "master", "'master': the store's port; 'data': every other port", ("master", "data")),
             Param("action", str, "drop", "'drop': silence; 'reject': a TCP reset at once", ("drop", "reject")),
@@ -530,7 +328,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         cause="link-down",
         layer="launch",
         targets=("node",),
-        apply=_link_down,
+        apply=edits.link_down,
         params=(Param("after_s", float, 1.0, "seconds after the launch", low=0, high=MAX_SECONDS),),
         needs_hosts=True,
     ),

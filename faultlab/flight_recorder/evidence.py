@@ -134,28 +134,3 @@ def evidence_from_dumps(paths: list[Path]) -> DumpEvidence:
 
 
 FLIGHT_RECORDER = "flight-recorder"  # how dump evidence is named among a cause's signatures
-
-
-def merge_into(diagnosis, evidence: DumpEvidence):
-    """`diagnosis` (diagnose.Diagnosis) with the dump evidence weighed in: the causes the dumps
-    point to gain their weight (as much as all the log evidence together), and the culprit
-    the recorder names, where it names one, is the culprit."""
-    if evidence.analysis is None:
-        return diagnosis
-    scores = {ranked.cause: ranked.confidence for ranked in diagnosis.causes}
-    signatures = {ranked.cause: ranked.signatures for ranked in diagnosis.causes}
-    for cause, weight in evidence.causes:
-        scores[cause] = scores.get(cause, 0.0) + weight
-        signatures[cause] = tuple(sorted(set(signatures.get(cause, ())) | {FLIGHT_RECORDER}))
-    from ..diagnose import RankedCause  # diagnose imports this module: import it when called
-
-    total = sum(scores.values()) + diagnosis.unknown or 1.0
-    causes = tuple(RankedCause(cause, round(score / total, 3), signatures[cause])
-                   for cause, score in sorted(scores.items(), key=lambda item: -item[1]))
-    analysis = evidence.analysis
-    changes = {"causes": causes, "unknown": round(diagnosis.unknown / total, 3), "flight_recorder": evidence,
-               "notes": tuple(note for note in diagnosis.notes if not note.startswith(evidence.used))}
-    if len(analysis.culprits) == 1:
-        changes.update(culprit=analysis.culprits[0], culprit_reason=f"Flight Recorder: {analysis.reason}",
-                       culprit_node=diagnosis.culprit_node if diagnosis.culprit == analysis.culprits[0] else None)
-    return dataclasses.replace(diagnosis, **changes)

@@ -44,3 +44,17 @@ class PlanDraft:
     def slot_of_rank(self, rank: int) -> tuple[NodeDraft, int]:
         node_index, local_rank = divmod(rank, self.ranks_per_node)
         return self.nodes[node_index], local_rank
+
+
+TargetKind = Literal["job", "node", "rank"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """Where a fault applies: the whole job, one node (plan index), or one global rank."""
+
+    kind: TargetKind
+    index: int = 0
+
+    def describe(self) -> str:
+        return "the whole job" if self.kind == "job" else f"{self.kind} {self.index}"
