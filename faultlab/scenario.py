@@ -14,6 +14,7 @@ from pathlib import Path
 from . import identity
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
+from .scenario_fields import allowed_keys
 from .faults import FAULT_KINDS_BY_ID, MAX_GPUS_PER_NODE, MAX_NODES, MAX_RANKS_PER_NODE, Target
 from .textsafe import excerpt
 from .yamlfile import read_yaml
@@ -272,8 +273,7 @@ def _parse_params(fields: _Fields, field: str, data, kind) -> dict:
 
 
 def _parse_topology(top: _Fields) -> Topology:
-    fields = _Fields(top.source, "topology", top.get("topology", dict),
-                     ("nodes", "ranks_per_node", "backend", "gpus_per_node", "hosts"))
+    fields = _Fields(top.source, "topology", top.get("topology", dict), allowed_keys("topology"))
     topology = Topology(
         nodes=fields.get("nodes", int),
         ranks_per_node=fields.get("ranks_per_node", int),
@@ -293,7 +293,7 @@ def _parse_faults(top: _Fields, topology: Topology) -> tuple[FaultSpec, ...]:
     faults = []
     for index, raw in enumerate(top.get("faults", list, [])):
         where = f"faults[{index}]"
-        fault_fields = _Fields(top.source, where, raw, ("kind", "target", "params"))
+        fault_fields = _Fields(top.source, where, raw, allowed_keys("faults[]"))
         kind_id = fault_fields.get("kind", str)
         kind = FAULT_KINDS_BY_ID.get(kind_id)
         if kind is None:
@@ -319,8 +319,7 @@ def _parse_timing(top: _Fields) -> tuple[float, float | None]:
 def _parse_expect(top: _Fields) -> Expectation:
     from .symptoms import SIGNATURES_BY_ID
 
-    fields = _Fields(top.source, "expect", top.get("expect", dict),
-                     ("verdict", "signatures", "gloo_signatures", "nccl_signatures"))
+    fields = _Fields(top.source, "expect", top.get("expect", dict), allowed_keys("expect"))
 
     def signature_list(key: str) -> tuple[str, ...]:
         ids = fields.get(key, list, [])
@@ -342,7 +341,7 @@ def _parse_expect(top: _Fields) -> Expectation:
 
 
 def _parse_answer(top: _Fields, topology: Topology) -> AnswerKey:
-    fields = _Fields(top.source, "answer", top.get("answer", dict), ("cause", "culprit", "fix"))
+    fields = _Fields(top.source, "answer", top.get("answer", dict), allowed_keys("answer"))
     cause = fields.get("cause", str)
     if cause not in CAUSES_BY_ID:
         top.fail("answer.cause", f"unknown cause {excerpt(cause)} (see `faultlab causes`)")
@@ -393,13 +392,7 @@ def _text_list(top: _Fields, key: str) -> tuple[str, ...]:
 
 
 def parse(data, source: str) -> Scenario:
-    top = _Fields(
-        source,
-        "",
-        data,
-        ("id", "title", "difficulty", "ticket", "topology", "faults", "timeout_s", "expect", "answer",
-         "hints", "explain", "env", "requires_gpus", "deadline_s"),
-    )
+    top = _Fields(source, "", data, allowed_keys(""))
     scenario_id = top.get("id", str)
     if not identity.matches(identity.SCENARIO_ID, scenario_id):
         top.fail("id", f"{excerpt(scenario_id)} must be lowercase letters, digits and dashes (at most 64)")

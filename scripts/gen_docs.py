@@ -101,6 +101,20 @@ def update_cli_doc(text: str) -> str:
     return updated
 
 
+def scenario_fields_block() -> str:
+    from faultlab.scenario_fields import SCENARIO_FIELDS
+
+    rows = [f"| `{field.path}` | {field.kind} | {'yes' if field.required else 'no'} | {field.meaning} |"
+            for field in SCENARIO_FIELDS]
+    return "\n".join(["| key | type | required | meaning |", "|---|---|---|---|", *rows])
+
+
+def update_scenario_doc(text: str) -> str:
+    """docs/scenario-format.md with its table of keys written from faultlab/scenario_fields.py."""
+    return re.sub(r"<!-- fields -->.*?<!-- /fields -->",
+                  lambda _: f"<!-- fields -->\n{scenario_fields_block()}\n<!-- /fields -->", text, flags=re.DOTALL)
+
+
 def pages(docs: Path = Path(__file__).resolve().parent.parent / "docs") -> dict[str, str]:
     catalog = scenarios.load_all()
     out = {"fault-kinds.md": fault_kinds_page()}
@@ -112,6 +126,7 @@ def pages(docs: Path = Path(__file__).resolve().parent.parent / "docs") -> dict[
         index.append(f"| [`{cause.id}`]({cause.id}.md) | {cause.title} | {len(teaching)} |")
     out["causes/README.md"] = "\n".join(index) + "\n"
     out["cli.md"] = update_cli_doc((docs / "cli.md").read_text(encoding="utf-8"))
+    out["scenario-format.md"] = update_scenario_doc((docs / "scenario-format.md").read_text(encoding="utf-8"))
     return out
 
 
