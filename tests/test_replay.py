@@ -97,3 +97,18 @@ def test_a_tampered_recording_is_refused(tmp_path, cli, monkeypatch):
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "run.capture.ranks[0].exit_code: expected int" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("path", RECORDING_FILES, ids=[p.stem for p in RECORDING_FILES])
+def test_a_run_report_fits_100_columns(path, store):
+    """What `faultlab run` prints in a 100-column terminal; --wide keeps long lines whole."""
+    from faultlab.reports import text
+
+    run, _ = recording_files.read(path)
+    scenario = load(ROOT / "scenarios" / f"{run.scenario_id}.yaml")
+    replayed = replay_file(scenario, path, store)
+    report = text.run_report(scenario, replayed, width=100)
+    too_wide = [line for line in report.splitlines() if len(line) > 100]
+    assert not too_wide, too_wide
+    wide = text.run_report(scenario, replayed, width=None)
+    assert max(len(line) for line in wide.splitlines()) >= max(len(line) for line in report.splitlines())

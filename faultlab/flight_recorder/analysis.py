@@ -205,6 +205,7 @@ def analyse(capture: FlightRecorderCapture) -> Analysis:
 def _quiet_reason(progress: tuple[RankProgress, ...]) -> str:
     if not any(row.dumped for row in progress):
         return "no rank left a dump: the recorder has nothing to compare"
-    last = {row.last_completed for row in progress if row.dumped}
-    return (f"every rank that dumped issued the same collectives and completed up to #{max(last)}: "
+    last = max((row.last_completed for row in progress if row.dumped and row.last_completed is not None), default=-1)
+    completed = f"completed up to #{last}" if last >= 0 else "completed none"
+    return (f"every rank that dumped issued the same collectives and {completed}: "
             "the recorder shows no divergence (it records no values and no reduce op)")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 import dataclasses
+import textwrap
+
+from tabulate import tabulate
 
 from .analysis import analyse, seq_text
 from .records import Analysis, FlightRecorderCapture
 from .torch_analyzer import agreement
 
 MAX_OPS_SHOWN = 6
+WIDTH = 100
 
 
 def _ops(row, divergence: int | None) -> str:
@@ -45,7 +47,7 @@ def render_view(capture: FlightRecorderCapture, analysis: Analysis) -> str:
     for row in analysis.progress:
         rows.append([
             row.rank,
-            row.trigger if row.dumped else f"no dump ({row.trigger})",
+            row.trigger if row.dumped else "no dump",
             "-" if row.last_enqueued is None else seq_text(row.last_enqueued),
             "-" if row.last_completed is None else seq_text(row.last_completed),
             _state(row),
@@ -53,16 +55,20 @@ def render_view(capture: FlightRecorderCapture, analysis: Analysis) -> str:
         ])
     headers = ["rank", "dump", "enqueued", "completed", "at dump time", f"collectives of group {analysis.group}"]
     buffer = f"buffer {capture.buffer_size}; " if capture.buffer_size else ""
-    lines = [f"Flight Recorder ({buffer}{len(capture.dumps)} of {capture.world_size} ranks dumped)",
-             tabulate(rows, headers=headers, tablefmt="simple")]
+    # Long cells wrap so the report fits 100 columns, as the run report around it does.
+    table = tabulate(rows, headers=headers, tablefmt="simple", maxcolwidths=[None, 20, 8, 9, 16, 24])
+    prose = [f"  rank {row.rank}: no dump ({row.trigger})" for row in analysis.progress if not row.dumped]
     if analysis.divergence_seq is not None:
-        lines.append(f"Divergence: #{analysis.divergence_seq} ({analysis.divergence_op}) in group {analysis.group}")
-    for finding in analysis.findings:
-        lines.append(f"  - {finding.kind}: {finding.text}")
+        prose.append(f"Divergence: #{analysis.divergence_seq} ({analysis.divergence_op}) in group {analysis.group}")
+    prose += [f"  - {finding.kind}: {finding.text}" for finding in analysis.findings]
     culprit = ", ".join(f"rank {rank}" for rank in analysis.culprits) or "none named"
-    lines.append(f"Culprit from the recorder: {culprit} — {analysis.reason}")
+    prose.append(f"Culprit from the recorder: {culprit} — {analysis.reason}")
     if capture.torch_analyzer is not None:
-        lines.append(_torch_section(capture, analysis))
+        prose += _torch_section(capture, analysis).splitlines()
+    lines = [f"Flight Recorder ({buffer}{len(capture.dumps)} of {capture.world_size} ranks dumped)", table]
+    lines += [wrapped for line in prose
+              for wrapped in textwrap.wrap(line, WIDTH, subsequent_indent=_indent_of(line) + "    ",
+                                           break_on_hyphens=False) or [""]]
     return "\n".join(lines)
 
 
@@ -74,3 +80,7 @@ def _torch_section(capture: FlightRecorderCapture, analysis: Analysis) -> str:
     if analysis.torch_agreement:
         lines.append(f"  compared: {analysis.torch_agreement}")
     return "\n".join(lines)
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
