@@ -238,6 +238,8 @@ def _with_dump_evidence(diagnosis: "Diagnosis", evidence: DumpEvidence) -> "Diag
     """`diagnosis` with the Flight Recorder dump evidence weighed in: the causes the dumps
     point to gain their weight (as much as all the log evidence together), and the culprit
     the recorder names, where it names one, is the culprit."""
+    if evidence.skipped:
+        diagnosis = dataclasses.replace(diagnosis, notes=diagnosis.notes + evidence.skipped)
     if evidence.analysis is None:
         return diagnosis
     scores = {ranked.cause: ranked.confidence for ranked in diagnosis.causes}

@@ -232,3 +232,17 @@ def test_gloo_counting_a_timed_out_collective_as_completed_still_points_at_the_s
     healthy_but_lost = FlightRecorderCapture(100, 2, tuple(
         parse_dump(gloo_dump(2, ["all_reduce"], 1), 0, "exit", "r0", "t") for _ in range(1)), (MissingDump(1, "x"),))
     assert analyse(healthy_but_lost).culprits == ()  # every rank that dumped finished: nothing held up
+
+
+def test_a_damaged_dump_among_logs_is_noted_and_skipped(tmp_path):
+    """Found by fuzzing: a file starting with the pickle header but cut short is not a dump to
+    refuse the whole triage for; a crafted one (naming code) still is."""
+    from click.testing import CliRunner
+
+    from faultlab.cli import main
+
+    (tmp_path / "rank_0").write_bytes(b"\x80")
+    (tmp_path / "train.log").write_text("[rank0]: RuntimeError: boom\n")
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "none.db"), "diagnose", str(tmp_path)])
+    assert result.exit_code in (0, 1), result.output
+    assert "rank_0: not a Flight Recorder dump" in result.output

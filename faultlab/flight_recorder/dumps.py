@@ -25,12 +25,20 @@ RANK_SUFFIX = re.compile(r"(\d+)$")
 RANK_IN_NAME = re.compile(r"rank(\d+)\.fr$")
 
 
+class HostileDump(BadInput):
+    """A pickle that names code to run or objects to build: refused outright, never skipped."""
+
+
+class _Refused(pickle.UnpicklingError):
+    pass
+
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
-        raise pickle.UnpicklingError(f"it names {module}.{name}, and only plain containers and scalars are accepted")
+        raise _Refused(f"it names {module}.{name}, and only plain containers and scalars are accepted")
 
     def persistent_load(self, pid):
-        raise pickle.UnpicklingError("it refers to a persistent object, and only plain data is accepted")
+        raise _Refused("it refers to a persistent object, and only plain data is accepted")
 
 
 def _check_plain(value, depth: int = 0) -> None:
@@ -52,6 +60,8 @@ def unpickle_plain(data: bytes, where: str):
     try:
         value = _PlainUnpickler(io.BytesIO(data)).load()
         _check_plain(value)
+    except _Refused as error:
+        raise HostileDump(f"{where}: not a Flight Recorder dump: {error}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError,
             RecursionError, OverflowError, UnicodeDecodeError) as error:
         raise BadInput(f"{where}: not a Flight Recorder dump: {error}") from None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from .analysis import analyse
-from .dumps import load_dump, rank_of_file
+from .dumps import HostileDump, load_dump, rank_of_file
 from .records import Analysis, FlightRecorderCapture, MissingDump
 
 PICKLE_MAGIC = b"\x80"  # protocol 2 and later begin with PROTO
@@ -42,6 +42,7 @@ class DumpEvidence:
     error_files: tuple[ErrorFile, ...]
     causes: tuple[tuple[str, float], ...]  # causes the dumps point to, with their weight
     used: tuple[str, ...]  # the files read as dumps or error files (not logs)
+    skipped: tuple[str, ...] = ()  # files that looked like dumps and were not (truncated, damaged), and why
 
 
 def _files(paths: list[Path]) -> list[Path]:
@@ -113,9 +114,15 @@ def evidence_from_dumps(paths: list[Path]) -> DumpEvidence:
     """Every Flight Recorder dump and torchrun error file under `paths`, analysed across ranks."""
     files = _files([Path(path) for path in paths])
     dump_paths = [path for path in files if _looks_like_dump(path)]
-    dumps = {}
+    dumps, skipped = {}, []
     for path in dump_paths:
-        dump = load_dump(path)
+        try:
+            dump = load_dump(path)
+        except HostileDump:
+            raise
+        except BadInput as error:  # a damaged file among logs is noted, as diagnose notes binary files
+            skipped.append(str(error))
+            continue
         if dump.rank in dumps:
             raise BadInput(f"{path}: a second dump for rank {dump.rank} (also {dumps[dump.rank].source})")
         dumps[dump.rank] = dump
@@ -130,7 +137,8 @@ def evidence_from_dumps(paths: list[Path]) -> DumpEvidence:
     )
     analysis = analyse(capture) if dumps else None
     return DumpEvidence(capture, analysis, tuple(errors), suggested_causes(analysis),
-                        tuple(str(path) for path in dump_paths) + tuple(error.path for error in errors))
+                        tuple(str(path) for path in dump_paths) + tuple(error.path for error in errors),
+                        tuple(skipped))
 
 
 FLIGHT_RECORDER = "flight-recorder"  # how dump evidence is named among a cause's signatures
