@@ -9,12 +9,13 @@ import pytest
 
 from faultlab.lab import netns
 
-from conftest import ROOT, load, run_live
+from conftest import ROOT, load, run_live, this_host
 from test_cleanup import start_faultlab, wait_for_workers, wait_gone
 
 pytestmark = [
     pytest.mark.live,
-    pytest.mark.skipif(netns.hosts_supported() is not None, reason="simulated hosts need root and iproute2"),
+    pytest.mark.skipif(not this_host().availability(load(ROOT / "scenarios" / "healthy-hosts.yaml")).live,
+                       reason="simulated hosts need root and iproute2 (Host says why)"),
 ]
 
 

@@ -1,7 +1,7 @@
 """Text for people: run reports, the catalog, scores, programs. Pure.
 
-Tables fit the terminal (100 columns when it cannot be told): long cells wrap, and command
-lines go below their table; `width=None` keeps every cell on one line (`--wide`).
+Tables fit the terminal (100 columns when it cannot be told): long cells move below their
+table; `width=None` keeps every cell on one line (`--wide`).
 """
 
 from __future__ import annotations
@@ -48,18 +48,6 @@ def as_json(record):
 
 def terminal_width() -> int:
     return shutil.get_terminal_size((100, 24)).columns
-
-
-def _fit(rows, headers, width: int | None, wrap_column: int) -> str:
-    """A table no wider than `width`: the `wrap_column` cells wrap to what the others leave."""
-    if width is None or not rows:
-        return tabulate(rows, headers=headers, tablefmt="simple")
-    others = tabulate([row[:wrap_column] + row[wrap_column + 1:] for row in rows],
-                      headers=headers[:wrap_column] + headers[wrap_column + 1:], tablefmt="simple")
-    room = max(width - max(len(line) for line in others.splitlines()) - 2, 16)
-    widths = [None] * len(headers)
-    widths[wrap_column] = room
-    return tabulate(rows, headers=headers, tablefmt="simple", maxcolwidths=widths)
 
 
 def rank_table(recording: Recording, width: int | None = 100) -> str:
