@@ -137,6 +137,31 @@ def test_healthy_dumps_show_no_divergence():
     assert "no reduce op" in analysis.reason
 
 
+def test_empty_dumps_say_the_job_stopped_before_its_first_collective():
+    # Measured with NCCL on an H200: ranks failing or stuck in communicator creation dump
+    # an empty buffer (no group, no entry).
+    empty = {"version": "2.10", "comm_lib_version": "2.28.9", "pg_config": {}, "pg_status": {}, "entries": []}
+    analysis = analyse(capture_of({0: empty, 1: empty}, 2))
+    assert analysis.culprits == () and "before its first" in analysis.reason
+    assert "before its first" in render_view(capture_of({0: empty, 1: empty}, 2), analysis)
+
+
+def test_the_dump_is_taken_from_the_recorder_that_recorded_collectives(monkeypatch):
+    # A torch built with NCCL has two recorders; gloo's collectives are only in _dump_fr_trace's.
+    import sys
+    import types
+
+    from faultlab.flight_recorder import dumper
+
+    recorded = pickle.dumps(gloo_dump(2, ["all_reduce"], 1))
+    empty = pickle.dumps({"entries": []})
+    c10d = types.SimpleNamespace(_dump_nccl_trace=lambda **_: empty, _dump_fr_trace=lambda **_: recorded)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(_C=types.SimpleNamespace(_distributed_c10d=c10d)))
+    assert dumper._dump_bytes() == recorded
+    c10d._dump_fr_trace = lambda **_: empty
+    assert dumper._dump_bytes() == empty
+
+
 def test_evidence_from_a_directory_of_dumps_and_error_files(tmp_path):
     write_dumps(tmp_path / "dumps", {0: gloo_dump(3, ["all_reduce"] * 2, 1), 1: gloo_dump(3, ["all_reduce"] * 2, 1)})
     error = tmp_path / "attempt_0" / "rank_1" / "error.json"

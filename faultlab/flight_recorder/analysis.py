@@ -205,6 +205,12 @@ def analyse(capture: FlightRecorderCapture) -> Analysis:
 def _quiet_reason(progress: tuple[RankProgress, ...]) -> str:
     if not any(row.dumped for row in progress):
         return "no rank left a dump: the recorder has nothing to compare"
+    if all(row.last_enqueued is None or row.last_enqueued < 1 for row in progress if row.dumped):
+        # NCCL records a collective once its communicator exists: a rank stuck or failing in
+        # communicator creation or device selection dumps an empty buffer.
+        return ("no rank that dumped recorded any collective: the job stopped before its first one "
+                "(process group or communicator creation, device selection), which the recorder "
+                "does not see; the logs tell why")
     last = max((row.last_completed for row in progress if row.dumped and row.last_completed is not None), default=-1)
     completed = f"completed up to #{last}" if last >= 0 else "completed none"
     return (f"every rank that dumped issued the same collectives and {completed}: "

@@ -15,6 +15,7 @@ said it can answer, and waits a bounded time for the answers.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -40,17 +41,23 @@ def buffer_size(env=os.environ) -> int:
 
 
 def _dump_bytes() -> bytes | None:
-    """The recorder's buffer as torch pickles it; None before torch is imported."""
+    """The recorder's buffer as torch pickles it; None before torch is imported.
+
+    A torch built with NCCL keeps two recorders: NCCL's collectives go to the one
+    `_dump_nccl_trace` reads, gloo's to the one `_dump_fr_trace` reads. The dump is the
+    one that recorded collectives (NCCL's first); if neither did, the first one there.
+    """
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     c10d = torch._C._distributed_c10d
-    dump = getattr(c10d, "_dump_fr_trace", None) or getattr(c10d, "_dump_nccl_trace", None)
-    if dump is None:
-        return None
+    readers = [getattr(c10d, name) for name in ("_dump_nccl_trace", "_dump_fr_trace") if hasattr(c10d, name)]
     # Stack traces are left out: the first dump with them imports torch._inductor (about a
     # second), which a rank being torn down does not have.
-    return dump(includeStackTraces=False)
+    dumps = [read(includeStackTraces=False) for read in readers]
+    # Our own process's bytes, so plain pickle is safe here (faultlab reads them back restricted).
+    recorded = [data for data in dumps if pickle.loads(data).get("entries")]
+    return (recorded or dumps or [None])[0]
 
 
 class Dumper:

@@ -27,6 +27,8 @@ def _state(row) -> str:
         return "-"
     if row.pending:
         return "inside #" + ",".join(map(str, row.pending))
+    if row.last_enqueued is None or row.last_enqueued < 1:
+        return "before its first collective"
     if row.trigger == "error":  # gloo counts a collective that raised as completed
         return f"had raised (last: {seq_text(row.last_enqueued)})"
     return "outside any collective"
