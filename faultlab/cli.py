@@ -91,7 +91,7 @@ def main(ctx, db):
 @click.argument("scenario", required=False)
 @click.option("--all", "run_all", is_flag=True, help="Run the whole catalog, one scenario after another, with a line of progress each; exit 0 only if every one reproduced.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole recording (with --all: a summary) as JSON.")
-@click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Keep the raw logs here: run/ and baseline/, each with ranks/node<N>-local<L>-rank<R>.{stdout,stderr,events,status}, node<N>.launcher.log and train.py.")
+@click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Keep the raw logs here: run/ and baseline/, each with ranks/node<N>-local<L>-rank<R>.{stdout,stderr,events,status}, node<N>.launcher.log and train.py; a replay writes the recorded ones, with RECORDED.txt saying where and when they were made.")
 @click.option("--fresh-baseline", is_flag=True, help="Run the healthy baseline again instead of reusing the stored one.")
 @click.option("--debug", "debug", metavar="KNOB", help="Run with a debug setting on every node: detail (TORCH_DISTRIBUTED_DEBUG=DETAIL), cpp-info (TORCH_CPP_LOG_LEVEL=INFO), nccl-info (NCCL_DEBUG=INFO), nccl-trace (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1).")
 @click.option("--no-explain", is_flag=True, help="Leave out the explanation (what a drill would hide).")

@@ -24,6 +24,7 @@ from . import compare, recording_files, symptoms
 from .errors import BadInput, EnvironmentProblem
 from .host import Host, environment
 from .lab.plan import build_plan
+from .lab.recorded_files import write_recorded
 from .records import RECORDING_FORMAT, Capture, Comparison, Environment, Recording, Symptom
 from .scenario import Scenario
 
@@ -232,5 +233,8 @@ class ReplayLauncher:
         )
         if not store.has(baseline.id):  # a shipped baseline travels with its replay (export), never as a local one
             store.save(baseline)
+        if options.keep_logs:
+            write_recorded(run.capture, options.keep_logs / "run", source)
+            write_recorded(baseline.capture, options.keep_logs / "baseline", baseline.source)
         return Launched(capture=run.capture, baseline=baseline, environment=made, backend=run.backend,
                         debug=run.debug, live=False, source=source, baseline_note=run.baseline_note)

@@ -88,6 +88,20 @@ def test_cli_replays_missing_set_device_and_says_so(cli):
         assert f"[rank{rank}]: Duplicate GPU detected : rank {rank} and rank {1 - rank} both on CUDA device" in result.output
 
 
+def test_a_replays_logs_and_dumps_are_kept_and_diagnose_names_the_culprit(tmp_path, cli):
+    if host_gpus():
+        pytest.skip("this host has GPUs: the scenario runs live")
+    logs = tmp_path / "logs"
+    assert cli("run", "rank-as-device", "--logs", logs).exit_code == ExitCode.OK
+    assert "recorded live" in (logs / "run" / "RECORDED.txt").read_text()
+    dumps = sorted(path.name for path in (logs / "run" / "ranks").glob("*.fr"))
+    assert dumps == ["node0-local0-rank0.fr", "node1-local0-rank1.fr"]
+    result = cli("diagnose", logs / "run")
+    words = " ".join(result.output.split())
+    assert "1. rank-as-device-id" in words and "Culprit: rank 1 on node 1" in words, result.output
+    assert "2 of 2 ranks dumped" in words and "before its first" in words
+
+
 def test_a_tampered_recording_is_refused(tmp_path, cli, monkeypatch):
     document = json.loads((ROOT / "recordings" / "missing-set-device.h200x1.json").read_text())
     document["run"]["capture"]["ranks"][0]["exit_code"] = "one"
