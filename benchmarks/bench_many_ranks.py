@@ -51,8 +51,11 @@ def main() -> None:
         run_s = time.perf_counter() - started
         verdict = json.loads(run.stdout)["comparison"]["verdict"] if run.stdout.strip() else f"failed: {run.stderr[-500:]}"
         started = time.perf_counter()
-        found = json.loads(subprocess.run([sys.executable, "-m", "faultlab.cli", "diagnose", str(logs / "run"), "--json"],
-                                          env=env, capture_output=True, text=True, check=True).stdout)
+        triage = subprocess.run([sys.executable, "-m", "faultlab.cli", "diagnose", str(logs / "run"), "--json"],
+                                env=env, capture_output=True, text=True)
+        if triage.returncode not in (0, 1):  # 1: no known signature, still a finding to print
+            sys.exit(f"diagnose failed ({triage.returncode}): {triage.stderr.strip()}")
+        found = json.loads(triage.stdout)
         diagnose_s = time.perf_counter() - started
     victims = sorted(set(range(world)) - {args.culprit})
     print(f"live run: {world} ranks on {args.nodes} simulated nodes, verdict {verdict}, {run_s:.1f}s")
