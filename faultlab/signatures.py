@@ -1,0 +1,220 @@
+"""The network half of the signature catalog, and what a signature is.
+
+A signature is a pattern over one line of a rank's output or a launcher's log, grouped with
+its siblings into a family by meaning (every wording of a failed launcher-variable lookup,
+every refused or timed-out connection, every IB port event ...), with the role it usually
+plays (the culprit's own error, a victim waiting for someone else, or neutral context) and
+its effect: a primary sign of a cause, a side effect that follows any failure (exit
+warnings, torn-down workers, victims' watchdog lines), or context that only carries facts
+(device counts, interfaces, node counts) for diagnose's rules. Patterns are written from
+real torch/gloo/NCCL/DeepSpeed/accelerate output and tolerate neighbouring versions.
+This module holds the signatures of ports, addresses and transports; signatures_job.py
+those of the job's own setup, its devices and processes; symptoms.py matches them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Literal
+
+Role = Literal["culprit", "victim", "neutral"]
+Effect = Literal["primary", "side", "context"]
+EVERYWHERE = ("rank", "launcher")
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    id: str
+    title: str
+    pattern: str
+    role: Role
+    meaning: str
+    where: tuple[str, ...] = EVERYWHERE  # () for context lines: diagnose reads them, recordings do not
+    # Literal fragments every matching line contains: diagnose searches for these first.
+    literals: tuple[str, ...] = ()
+    # The causes this line points at before any recording is counted, the most frequent first
+    # (empty: evidence to show, but no reason for a cause).
+    suggests: tuple[str, ...] = ()
+    family: str = ""
+    effect: Effect = "primary"
+    # How much this line alone says "one of the catalog's causes" rather than something else.
+    specificity: float = 0.8
+    # A known failure that is not one of the catalog's causes (a driver too old for the runtime).
+    outside: bool = False
+    keep: int = 3  # lines kept per file and rank
+    # The line means this only when it comes from at least this many nodes (log files, for diagnose).
+    on_nodes: int = 1
+
+    @property
+    def regex(self) -> re.Pattern:
+        return re.compile(self.pattern)  # re keeps compiled patterns cached
+
+
+S = Signature
+NETWORK: tuple[Signature, ...] = (
+    # -- ports and addresses -------------------------------------------------------------
+    S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
+      r"(?i)address already in use|EADDRINUSE|errno: 98\b", "culprit",
+      "Something else already listens on MASTER_PORT on the master node.",
+      literals=("address already in use", "Address already in use", "EADDRINUSE", "errno: 98"),
+      suggests=("port-in-use", "duplicate-node-rank"), family="port-taken", specificity=0.9),
+    S("server-bind-failed", "Store server failed to bind its port",
+      r"socket has failed to bind to \S+ \(errno: \d+", "culprit",
+      "The store server could not bind MASTER_PORT; the errno says why (98: taken, 13: a port below 1024).",
+      literals=("has failed to bind to",), suggests=("port-in-use",), family="port-taken", specificity=0.6),
+    S("client-connect-timeout", "Client timed out connecting to the store",
+      r"client socket has timed out after \d+m?s while trying to connect to|connect\(\) timed out\. Original timeout",
+      "culprit", "This process dialed host:port and nobody answered there: compare that port with node 0's.",
+      literals=("client socket has timed out", "connect() timed out"),
+      suggests=("wrong-master-port", "firewall", "wrong-master-addr"), family="connect-failed"),
+    S("no-route-to-host", "No host answers at the address dialed",
+      r"No route to host|failed to connect to any network address of", "culprit",
+      "Nothing on the link answers for that address: a wrong MASTER_ADDR, or a host that is down.",
+      literals=("No route to host", "failed to connect to any network address"),
+      suggests=("wrong-master-addr", "link-down"), family="connect-failed"),
+    S("connection-refused", "Connection refused", r"(?i)connection refused", "culprit",
+      "Nothing listens at the address dialed (or a firewall rejects it).", literals=("onnection refused",),
+      suggests=("wrong-master-port", "firewall", "wrong-socket-interface"), family="connect-failed",
+      specificity=0.7),
+    S("client-connect-failed", "Client could not connect to the store's address",
+      r"client socket has failed to connect to .*\((?:errno|system error): -?\d+", "culprit",
+      "This process could not reach MASTER_ADDR:MASTER_PORT; the errno says how (111 refused, 110 timed "
+      "out, 113 no route, 22 or 10049 an address that is not valid).",
+      literals=("client socket has failed to connect",),
+      suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
+    S("name-not-resolved", "A host name does not resolve",
+      r"gai error: -\d+|Name or service not known|Temporary failure in name resolution|[Hh]ost not found"
+      r"|nodename nor servname|getaddrinfo failed", "culprit",
+      "A host name (MASTER_ADDR, the rendezvous endpoint, this host's own name) has no address here.",
+      literals=("gai error", "Name or service not known", "Temporary failure in name resolution", "ost not found",
+                "nodename nor servname", "getaddrinfo failed"),
+      suggests=("wrong-master-addr",), family="name-resolution"),
+    S("rendezvous-connect-failed", "The launcher could not reach the rendezvous store",
+      r"RendezvousConnectionError|connection to the C10d store has failed", "culprit",
+      "This node's launcher could not connect to --rdzv_endpoint: wrong host or port, or blocked.", ("launcher",),
+      literals=("RendezvousConnectionError", "connection to the C10d store has failed"),
+      suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
+    S("rendezvous-timeout", "The rendezvous timed out waiting for nodes", r"RendezvousTimeoutError", "victim",
+      "This launcher waited for the other nodes to join the rendezvous; some never came.", ("launcher",),
+      literals=("RendezvousTimeoutError",), suggests=("wrong-master-addr", "firewall", "world-size-mismatch"),
+      family="waiting", specificity=0.6),
+    S("store-wait-timeout", "Store wait timed out for keys other ranks never wrote",
+      r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: Socket Timeout"
+      r"|waitForInput: socket .* timed out after \d+ms", "victim",
+      "This rank waited for other ranks to register; the keys name the ranks that never came.",
+      literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket"),
+      suggests=("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
+      family="waiting", specificity=0.6),
+    S("rendezvous-clients-timeout", "Master's store timed out waiting for the other nodes",
+      r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "victim",
+      "Node 0's launcher waited for the other nodes' launchers, and not all came.",
+      literals=("waiting for clients",),
+      suggests=("wrong-master-port", "wrong-master-addr", "firewall", "duplicate-node-rank"), family="waiting",
+      specificity=0.7),
+    S("split-world", "Several nodes each host a store and wait for clients: the job split",
+      r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "culprit",
+      "Only the store host prints 'clients joined'; on several nodes at once it means several stores, "
+      "each node its own master (MASTER_ADDR=localhost, or node rank 0 everywhere).", ("launcher",),
+      literals=("waiting for clients",), suggests=("split-world",), family="split-world", specificity=0.9,
+      on_nodes=2),
+    S("store-connect-reset-retry", "A rank's connection to the store was reset during its handshake, and retried",
+      r"TCP client failed to connect/validate to host \S+ - retrying \(try=\d+[^)]*\): Connection reset by peer",
+      "victim", "The store host reset the connection before the handshake finished: its listen backlog "
+      "(net.core.somaxconn) overflowed as many ranks connected at once. The rank retries and usually joins late.",
+      literals=("failed to connect/validate to host",), suggests=("listen-backlog-overflow",), family="store-backlog",
+      specificity=0.8),
+    S("store-somaxconn-warning", "The store host's listen backlog is smaller than the workers it expects",
+      r"Starting store with \d+ workers but somaxconn is \d+", "culprit",
+      "The store host's net.core.somaxconn is below the number of workers the store was started for; under "
+      "torchrun that number is the node count, while every rank connects: the real shortfall is larger.",
+      literals=("but somaxconn is",), suggests=("listen-backlog-overflow",), family="store-backlog",
+      specificity=0.85),
+    S("libuv-store-unavailable", "The libuv TCPStore was requested but this torch was built without libuv",
+      r"use_libuv was requested but PyTorch was built without libuv support", "culprit",
+      "torch's default store backend (libuv, since 2.4) is missing from this build: set USE_LIBUV=0 (or "
+      "use_libuv=False) to use the legacy store. Wording from torch 2.13's library.",
+      literals=("built without libuv support",), suggests=("store-backend-unavailable",), family="store-backend",
+      specificity=0.95),
+    S("libuv-store-server-error", "The libuv store server failed on a client connection",
+      r"Failed to accept client due to|Client sent invalid command\. client:|Error processing client message:"
+      r"|Failed to setup read callback\. client:", "culprit",
+      "The store host's libuv server (torch >= 2.4's default) could not accept or parse a client: too many "
+      "connections, or a client of another protocol or torch version on MASTER_PORT. Wording from torch 2.13's "
+      "library; the legacy server's failures read 'TCPStoreMasterDaemon ...'.",
+      literals=("Failed to accept client due to", "Client sent invalid command", "Error processing client message",
+                "Failed to setup read callback"), suggests=("listen-backlog-overflow",), family="store-server",
+      specificity=0.5),
+    S("legacy-store-server-error", "The legacy store server (USE_LIBUV=0) failed",
+      r"TCPStoreMasterDaemon::run\(\) failed|Unexpected poll revent on the master's listening socket", "culprit",
+      "The store host's legacy server thread died or saw its listening socket fail; every rank loses the store "
+      "after it. Wording from torch 2.13's library.",
+      literals=("TCPStoreMasterDaemon::run() failed", "Unexpected poll revent on the master's listening socket"),
+      suggests=("store-host-lost", "listen-backlog-overflow"), family="store-server", specificity=0.5),
+    S("store-recv-failed", "Lost the connection to the TCPStore",
+      r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl", "victim",
+      "The store's server (node 0's launcher) went away: usually torn down after another failure.",
+      literals=("Failed to recv", "recvValue failed"), suggests=("rank-crash", "rank-as-device-id"),
+      family="peer-lost", effect="side", specificity=0.6),
+    S("connection-closed-by-peer", "A peer's connection dropped mid-collective",
+      r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer", "victim",
+      "The rank on the other end of a gloo pair died or was torn down: find which one.",
+      literals=("Connection closed by peer", "Connection reset by peer"),
+      suggests=("rank-crash", "collective-mismatch", "link-down"), family="peer-lost", effect="side",
+      specificity=0.7),
+    # -- NCCL and gloo transports -------------------------------------------------------------
+    S("nccl-connect-failed", "NCCL could not connect to a peer",
+      r"NCCL WARN .*Connect to \S+ failed|Call to connect (?:returned|failed)", "culprit",
+      "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
+      "(docker0, a veth, a second NIC) was chosen, or a firewall drops NCCL's ports.",
+      literals=("Connect to ", "Call to connect"), suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),
+      family="connect-failed", specificity=0.75),
+    S("nccl-remote-error", "NCCL lost a peer",
+      r"remote process exited or there was a network error|ncclRemoteError|Connection closed by remote peer",
+      "victim", "The NCCL peer on the other end went away: it crashed, or the link between them failed.",
+      literals=("remote process exited", "ncclRemoteError", "Connection closed by remote peer"),
+      suggests=("rank-crash", "link-down", "firewall"), family="peer-lost", specificity=0.65),
+    S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
+      r"NET/IB\w* ?: ?Got async event ?: ?port (?:error|down)|IBV_EVENT_PORT_ERR|IBV_EVENT_LID_CHANGE", "culprit",
+      "The HCA reported a port event: a cable, a switch port or the link training failed.",
+      literals=("Got async event", "IBV_EVENT_PORT_ERR", "IBV_EVENT_LID_CHANGE"), suggests=("link-down",),
+      family="ib-port", specificity=0.85),
+    S("ib-completion-error", "An InfiniBand/RoCE transfer completed with an error",
+      r"NET/IB\w* ?: ?Got completion (?:from peer \S+ )?with (?:error|status=) ?\d+|NET/IB\w* Got completion error \d+",
+      "culprit", "Error 12 is a transport retry timeout: the two NICs cannot reach each other (link, routing, "
+      "RoCE setup); other codes follow a peer that went away.",
+      literals=("Got completion",), suggests=("link-down", "rank-crash"), family="ib-port", specificity=0.75),
+    S("ib-qp-failed", "NCCL could not set up an InfiniBand queue pair",
+      r"Call to ibv_(?:modify|create)_qp failed", "culprit",
+      "Queue pair setup failed: often fabric configuration (GID index, rails that only reach their own "
+      "index, RoCE routing) rather than a failed link.",
+      literals=("ibv_modify_qp failed", "ibv_create_qp failed"), suggests=("link-down",), family="ib-port",
+      specificity=0.3),
+    S("collective-timeout", "Collective timed out waiting for a peer",
+      r"Timed out waiting \d+ms for (?:recv|send) operation|Watchdog caught collective operation timeout"
+      r"|NCCL communicator was aborted", "victim",
+      "This rank waited in a collective for a peer that never joined it.",
+      literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted"),
+      suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
+      specificity=0.6),
+    S("gloo-connect-failed", "gloo could not connect to a peer's advertised address", r"Gloo connectFullMesh failed",
+      "victim", "Read remote=[...]: a peer advertised an address this rank cannot reach; 127.0.0.1 means "
+      "that peer's GLOO_SOCKET_IFNAME (or host name) points at its loopback.",
+      literals=("Gloo connectFullMesh failed",), suggests=("wrong-socket-interface", "firewall"),
+      family="connect-failed"),
+    S("gloo-no-address", "gloo cannot find the socket interface", r"Unable to find address for", "culprit",
+      "GLOO_SOCKET_IFNAME names an interface this host does not have.", literals=("Unable to find address for",),
+      suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
+    S("nccl-no-interface", "NCCL finds no socket interface",
+      r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"
+      r"|is neither AF_INET\(2\) nor AF_INET6|Socket creation failed : Address family not supported", "culprit",
+      "NCCL has no usable socket interface: NCCL_SOCKET_IFNAME names one this host lacks, or the "
+      "container has nothing but loopback.",
+      literals=("o socket interface", "o usable listening interface", "is neither AF_INET",
+                "Address family not supported"),
+      suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
+    S("gloo-loopback-fallback", "gloo fell back to the loopback address",
+      r"Unable to resolve hostname to a \(local\) address\. Using the loopback", "culprit",
+      "The host name resolves to no local address, so gloo advertises 127.0.0.1 and its peers dial themselves.",
+      literals=("Unable to resolve hostname to a (local) address",), suggests=("wrong-socket-interface",),
+      family="interface", specificity=0.9),
+)

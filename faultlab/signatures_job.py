@@ -1,0 +1,143 @@
+"""The signatures of the job's own setup, its devices, its processes, and context lines.
+
+What a signature is, and the network half of the catalog: signatures.py.
+"""
+
+from __future__ import annotations
+
+from .signatures import Signature
+
+S = Signature
+JOB: tuple[Signature, ...] = (
+    # -- devices and teardown ----------------------------------------------------------------------
+    S("duplicate-gpu", "NCCL: two ranks on one GPU", r"Duplicate GPU detected", "culprit",
+      "Two ranks of one communicator use the same CUDA device: set_device(local_rank) is missing.",
+      literals=("Duplicate GPU detected",), suggests=("missing-set-device", "too-few-gpus"), family="device-index",
+      specificity=0.7),
+    S("invalid-device-ordinal", "CUDA: invalid device ordinal", r"invalid device ordinal", "culprit",
+      "This rank asked for a CUDA device index the node does not have.", literals=("invalid device ordinal",),
+      suggests=("too-few-gpus", "rank-as-device-id"), family="device-index", specificity=0.85),
+    S("destroy-not-called", "destroy_process_group() was not called before exit",
+      r"destroy_process_group\(\) was not called before program exit|process group has NOT been destroyed before",
+      "neutral", "The process group was never torn down; resources may leak.",
+      literals=("destroy_process_group() was not called", "has NOT been destroyed"),
+      suggests=("missing-destroy-process-group",), family="teardown", effect="side", specificity=0.9),
+    S("default-pg-twice", "Default process group initialized twice",
+      r"trying to initialize the default process group twice", "culprit",
+      "init_process_group ran again in a process whose group was never destroyed.",
+      literals=("default process group twice",), suggests=("missing-destroy-process-group",), family="teardown",
+      specificity=0.9),
+    # -- the job's own setup -------------------------------------------------------------------
+    S("nccl-not-available", "The nccl backend is not available here",
+      r"doesn't have NCCL built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
+      r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled", "culprit",
+      "nccl was requested on a host (or a torch build) without CUDA GPUs.",
+      literals=("NCCL built in", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
+                "only supported with GPUs", "NCCL support is not compiled"),
+      suggests=("nccl-without-gpu",), family="backend", specificity=0.95),
+    S("rank-env-missing", "Launcher variables missing (RANK, WORLD_SIZE, ...)",
+      r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set"
+      r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|GROUP_RANK)'"
+      r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
+      r"|^(?:\[rank\d+\]: )?\s+.*environ\[['\"](?:RANK|LOCAL_RANK|WORLD_SIZE)['\"]\]", "culprit",
+      "The script was not started by torchrun or another launcher (or the launcher variables were wiped); "
+      "a traceback cut short may end at the indented line that read the variable.",
+      literals=("expected, but not set", "KeyError: 'RANK'", "KeyError: 'LOCAL_RANK'", "KeyError: 'WORLD_SIZE'",
+                "KeyError: 'LOCAL_WORLD_SIZE'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'", "_env_error(",
+                "environ['RANK']", 'environ["RANK"]', "environ['LOCAL_RANK']", 'environ["LOCAL_RANK"]',
+                "environ['WORLD_SIZE']", 'environ["WORLD_SIZE"]'),
+      suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
+    S("collective-mismatch-detail", "Ranks called different collectives (DETAIL or NCCL's check)",
+      r"Detected mismatch between collectives on ranks|Mismatch between collective|Mismatched collective detected",
+      "culprit", "Ranks called different collectives or shapes; the message names both sides.",
+      literals=("ismatch between collective", "Mismatched collective detected"), suggests=("collective-mismatch",),
+      family="collective-stall", specificity=0.95),
+    S("monitored-barrier-missing-ranks", "DETAIL's monitored barrier names the ranks that never arrived",
+      r"Ranks? [\d, ]+ failed to pass monitoredBarrier", "victim",
+      "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
+      literals=("monitoredBarrier",), suggests=("collective-mismatch", "straggler-rank"), family="collective-stall"),
+    S("size-mismatch", "Tensor sizes differ across ranks",
+      r"(?i)(?:size|length) mismatch|sizes? (?:do|does) not match|Expected .* to have the same size", "culprit",
+      "Ranks passed tensors of different shapes to one collective.", literals=("ismatch", "not match", "same size"),
+      suggests=("collective-mismatch",), family="collective-stall", specificity=0.5),
+    S("nccl-invalid-usage", "NCCL invalid usage", r"ncclInvalidUsage", "neutral",
+      "NCCL rejected how it was called; the 'Last error' line says why.", literals=("ncclInvalidUsage",)),
+    # -- a process dies ---------------------------------------------------------------------
+    S("out-of-memory", "A rank ran out of GPU memory", r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory",
+      "culprit", "This rank could not allocate GPU memory and died; the others then time out or are torn down.",
+      literals=("out of memory", "OutOfMemoryError"), suggests=("rank-crash",), family="exit"),
+    S("nccl-shm-failed", "NCCL cannot create or attach its shared-memory segments",
+      r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"
+      r"|shm_open failed", "culprit",
+      "/dev/shm is too small (a container's 64 MB default) or not writable for NCCL's segments; a failed "
+      "attach to a peer's segment is another matter.",
+      literals=("shared memory segment", "posix_fallocate failed", "failed to extend /dev/shm", "shm_open failed"),
+      suggests=("shm-exhausted",), family="shm", specificity=0.85),
+    S("dataloader-bus-error", "A DataLoader worker died of a bus error (shared memory)",
+      r"killed by signal: Bus error|insufficient shared memory", "culprit",
+      "DataLoader workers hand batches over through /dev/shm; a full /dev/shm kills them with SIGBUS.",
+      literals=("killed by signal: Bus error", "insufficient shared memory"), suggests=("shm-exhausted",),
+      family="shm", specificity=0.85),
+    S("nccl-system-error", "NCCL: unhandled system error", r"unhandled system error|ncclSystemError", "culprit",
+      "A system call inside NCCL failed (shared memory, sockets); NCCL_DEBUG=WARN prints which one.",
+      literals=("unhandled system error", "ncclSystemError"),
+      suggests=("shm-exhausted", "wrong-socket-interface", "firewall"), family="nccl-error", specificity=0.35),
+    S("cuda-runtime-broken", "CUDA itself fails under NCCL (driver, build or hardware)",
+      r"CUDA driver version is insufficient|unhandled cuda error|ncclUnhandledCudaError|no kernel image is available"
+      r"|is not compatible with the current PyTorch installation", "culprit",
+      "The driver is older than the CUDA runtime, NCCL was built for another CUDA, or the GPU misbehaves: "
+      "not a distributed-setup mistake.",
+      literals=("driver version is insufficient", "unhandled cuda error", "ncclUnhandledCudaError",
+                "no kernel image is available", "not compatible with the current PyTorch"),
+      family="cuda", outside=True),
+    S("worker-torn-down", "Launcher tore workers down after a failure",
+      r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM|^Killing subprocess \d+", "victim",
+      "The launcher killed the healthy workers of its node because another worker failed; the one it "
+      "did not signal is the one that failed.", ("launcher",),
+      literals=("closing signal SIGTERM", "via signal SIGTERM", "Killing subprocess"), family="teardown",
+      effect="side", keep=256),
+    S("killed-by-signal", "A worker was killed by a signal",
+      r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
+      r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
+      r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>", "culprit",
+      "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
+      "torchrun, DeepSpeed's and accelerate's launchers each word it their own way.", ("launcher",),
+      literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
+                "exits with return code = -", "died with <Signals.SIG"),
+      suggests=("rank-crash",), family="exit", specificity=0.75, keep=16),
+    S("child-failed", "torchrun's failure report (Root Cause block)", r"Root Cause \(first observed failure\)",
+      "neutral", "The launcher's first observed failure, which can be a victim that timed out first.", ("launcher",),
+      literals=("Root Cause (first observed failure)",), family="exit", effect="side"),
+    S("python-exception", "An uncaught Python exception",
+      r"^(?:\[rank\d+\]: )?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): ", "neutral",
+      "The last line of a traceback: the error as Python raised it.", ("rank",), literals=("Error: ", "Exception: "),
+      family="exit"),
+    # -- context: lines that carry facts for diagnose's rules, no cause of their own ----------------
+    S("ctx-worker-exit", "A worker's exit code as the launcher saw it",
+      r"failed \(exitcode: -?\d+\) local_rank: \d+|exitcode\s*:\s*-?\d+ \(pid|rank\s*:\s*\d+ \(local_rank: \d+\)",
+      "neutral", "Exit code, local rank and pid of the worker that failed first.", (),
+      literals=("failed (exitcode:", "(local_rank:", "exitcode  :"), effect="context", keep=16),
+    S("ctx-set-device", "The call that picks this process's GPU", r"set_device\(", "neutral",
+      "Which variable chooses the device: rank, local_rank, or something else.", (), literals=("set_device(",),
+      effect="context"),
+    S("ctx-devices", "Device counts and indices",
+      r"[Dd]evice [Cc]ount:? ?\d+|device_count\(\)\s*[=:]\s*\d+|CUDA_VISIBLE_DEVICES=\S+|cuda:\d+"
+      r"|type='cuda', index=\d+|[Ss]et(?:ting)? device to \d+|cudaDev \d+", "neutral",
+      "How many devices a process sees, and which index it asked for.", (),
+      literals=("evice Count", "evice count", "device_count()", "CUDA_VISIBLE_DEVICES=", "cuda:", "type='cuda', index=",
+                "device to ", "cudaDev "), effect="context"),
+    S("ctx-topology", "Node, process and world counts",
+      r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
+      r"|world_size=\d+|\bsize=\d+\)", "neutral", "How many nodes and ranks the job has.", (),
+      literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size="),
+      effect="context"),
+    S("ctx-interfaces", "The socket interfaces NCCL chose",
+      r"NET/Socket ?: ?Using|Bootstrap ?: ?Using|^\s*\[\d+\](?:br-|veth|docker|virbr|cni|flannel)", "neutral",
+      "Which interfaces NCCL will use: docker bridges and veths beside the real NIC are a classic trap.", (),
+      literals=("NET/Socket : Using", "Bootstrap : Using", "]br-", "]veth", "]docker", "]virbr", "]cni", "]flannel"),
+      effect="context", keep=24),
+    S("ctx-work-progress", "Where each rank's collectives stand",
+      r"last enqueued (?:NCCL )?work: \d+, last completed (?:NCCL )?work: \d+", "neutral",
+      "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
+      literals=("last enqueued",), effect="context"),
+)
