@@ -44,6 +44,29 @@ def _global_rank_as_index(facts: Facts) -> bool:
                                   for rank, indices in facts.device_requests.items())
 
 
+def _rank_past_one_node(facts: Facts) -> bool:
+    """A rank that saw 'invalid device ordinal' is numbered past the processes of one node: the
+    job has several nodes, and a global rank chose the device."""
+    return bool(facts.per_node) and any(rank >= facts.per_node for rank in facts.ordinal_ranks)
+
+
+def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
+    """The store client (which dials MASTER_ADDR) was refused at a loopback address, in a job not
+    known to be one node: MASTER_ADDR, or the host name it resolves to, points at the dialing host."""
+    return (bool({"client-connect-failed", "rendezvous-connect-failed"} & present) and (facts.nodes or 2) > 1
+            and any(a.loopback and a.refused for a in facts.addresses))
+
+
+def _ipv6_localhost_retry(facts: Facts) -> bool:
+    """torch dials localhost over IPv6 first; on a host without it that fails (errno 97 or 99)
+    and the IPv4 try follows: a warning, not the failure."""
+    return bool({97, 99} & facts.errnos) and bool(facts.addresses) and all(a.loopback for a in facts.addresses)
+
+
+def _shm_named(facts: Facts, present: set) -> bool:
+    return "shm-path" in facts.shm or bool({"nccl-shm-failed", "torch-shm-failed", "dataloader-bus-error"} & present)
+
+
 def _more_ranks_than_devices(facts: Facts) -> bool:
     ranks = facts.per_node or (max(facts.duplicate_ranks) + 1 if facts.duplicate_ranks else 0)
     return facts.visible_devices is not None and ranks > facts.visible_devices
@@ -54,12 +77,19 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the device is chosen by the global rank": lambda f, s: "rank" in f.set_device_args,
     "a rank asked for its global rank as device index": lambda f, s: _global_rank_as_index(f),
     "the job spans several nodes": lambda f, s: (f.nodes or 1) > 1,
+    "a failing rank is numbered past one node's processes": lambda f, s: _rank_past_one_node(f),
     "the device is chosen by the local rank": lambda f, s: "local_rank" in f.set_device_args,
     "a device index beyond the visible count": lambda f, s: _index_beyond_devices(f),
     "more ranks on the node than devices": lambda f, s: _more_ranks_than_devices(f),
+    "the store client was refused at a loopback address": _store_refused_at_loopback,
+    "torch's first try of localhost over IPv6 failed": lambda f, s: _ipv6_localhost_retry(f),
     "the refused address is a loopback": lambda f, s: any(a.loopback and a.refused for a in f.addresses),
     "a peer advertised a loopback address": lambda f, s: any(a.loopback for a in f.addresses),
-    "docker bridges or veths among NCCL's interfaces": lambda f, s: bool(f.bridge_interfaces),
+    "docker bridges or veths among NCCL's interfaces or addresses":
+        lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
+    "the full file system is /dev/shm": _shm_named,
+    "the full file system is a disk": lambda f, s: "disk-path" in f.shm and not _shm_named(f, s),
+    "the descriptor limit was reached (errno 24)": lambda f, s: "fd-limit" in f.shm,
     "/dev/shm has no space left": lambda f, s: "no-space" in f.shm,
     "attaching to a peer's segment failed": lambda f, s: "attach" in f.shm and "create" not in f.shm,
     "binding was denied (errno 13)": lambda f, s: 13 in f.errnos,
@@ -90,20 +120,41 @@ RULES: tuple[Rule, ...] = (
          0.9, why="a rank asked for the device numbered like its global rank"),
     Rule("invalid-device-ordinal", "the device is chosen by the local rank", ("too-few-gpus", "rank-as-device-id"), 0.9,
          why="set_device(local_rank) failed: more local ranks than devices"),
+    Rule("invalid-device-ordinal", "a failing rank is numbered past one node's processes",
+         ("rank-as-device-id", "too-few-gpus"), 0.9,
+         why="a rank numbered past one node's processes failed: several nodes, and the global rank chose the device"),
     Rule("invalid-device-ordinal", "the job spans several nodes", ("rank-as-device-id", "too-few-gpus"),
          why="several nodes: a global rank used as device index fails on every node but the first"),
     Rule("invalid-device-ordinal", "a device index beyond the visible count", ("too-few-gpus", "rank-as-device-id"), 0.9,
          why="a device index beyond the devices this process sees"),
     Rule("duplicate-gpu", "more ranks on the node than devices", ("too-few-gpus", "missing-set-device"),
          why="more processes on the node than GPUs"),
+    Rule("connection-refused", "the store client was refused at a loopback address",
+         ("wrong-master-addr", "wrong-socket-interface"), 0.85,
+         why="the store's address is a loopback: MASTER_ADDR (or the host name it resolves to) points at the dialing host"),
+    Rule("client-connect-failed", "the store client was refused at a loopback address",
+         ("wrong-master-addr", "wrong-socket-interface"), 0.85,
+         why="the store's address is a loopback: MASTER_ADDR (or the host name it resolves to) points at the dialing host"),
+    Rule("client-connect-failed", "torch's first try of localhost over IPv6 failed", specificity=0.1,
+         why="localhost over IPv6 failed (errno 97/99) and torch tries IPv4 next: a warning, not the failure"),
+    Rule("connection-refused", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",),
+         0.85, why="the refused address belongs to docker's bridge: a peer advertised the wrong interface"),
     Rule("connection-refused", "the refused address is a loopback", ("wrong-socket-interface",), 0.85,
          why="the refused address is a loopback: a peer advertised 127.x (its host name or interface points there)"),
     Rule("gloo-connect-failed", "a peer advertised a loopback address", ("wrong-socket-interface",), 0.9,
          why="gloo dialed a loopback address a peer advertised"),
-    Rule("nccl-system-error", "docker bridges or veths among NCCL's interfaces", ("wrong-socket-interface",), 0.7,
+    Rule("nccl-system-error", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.7,
          why="NCCL uses docker bridges or veths beside the real NIC"),
-    Rule("nccl-connect-failed", "docker bridges or veths among NCCL's interfaces", ("wrong-socket-interface",), 0.85,
+    Rule("nccl-connect-failed", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.85,
          why="NCCL dialed over docker bridges or veths"),
+    Rule("no-space-left", "the full file system is /dev/shm", specificity=0.9,
+         why="the full file system is /dev/shm (its path, or NCCL's or torch's shared-memory wording)"),
+    Rule("no-space-left", "the full file system is a disk", outside=True,
+         why="the write that found no space names a path outside /dev/shm: a full disk"),
+    Rule("killed-by-sigbus", "the full file system is /dev/shm", specificity=0.85,
+         why="a bus error where /dev/shm is named: shared tensors could not be backed"),
+    Rule("torch-shm-failed", "the descriptor limit was reached (errno 24)", outside=True,
+         why="too many open files: the descriptor limit (ulimit -n, the sharing strategy), not /dev/shm's size"),
     Rule("nccl-shm-failed", "/dev/shm has no space left", specificity=0.95, why="/dev/shm ran out of space"),
     Rule("nccl-shm-failed", "attaching to a peer's segment failed", specificity=0.25,
          why="attaching to a peer's existing segment failed, which a full /dev/shm does not explain"),

@@ -132,8 +132,9 @@ def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
     facts = read_facts(evidence)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
-                               for i in seen_on[rank]) for rank in culprits):
-        # A rank died of an error of its own that no signature names, while others waited on it.
+                               and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
+        # A rank died of an error of its own that no cause of the catalog names (none at all, or a
+        # failure outside it, such as a CUDA fault), while others waited on it.
         extra = (("rank-crash", 0.7, OWN_TRACEBACK),)
     ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes

@@ -32,14 +32,16 @@ TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killi
 SET_DEVICE_ARG = re.compile(r"set_device\(\s*(?:[\w.]+\.)?(\w+)")
 DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
 VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)")
-DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)")
+DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)")
 NODES = re.compile(r"nnodes[= :]+(\d+)")
 PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")
 WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)")
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
-INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):")
+INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
 AWAITED_KEY = re.compile(r"keys?: \[?'?([^\s,']+?)/(\d+)'?\]?(?:[\s,]|$)")
+PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
+SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
 
 
@@ -53,6 +55,11 @@ class Address:
     def loopback(self) -> bool:
         host = self.host.removeprefix("::ffff:")
         return host in ("localhost", "::1") or host.startswith("127.")
+
+    @property
+    def docker_bridge(self) -> bool:
+        """An address of docker's default bridge (172.17.0.0/16): reachable only on its own host."""
+        return self.host.removeprefix("::ffff:").startswith("172.17.")
 
     @property
     def literal(self) -> bool:
@@ -81,7 +88,8 @@ class Facts:
     failed_workers: list = dataclasses.field(default_factory=list)  # (exit code, local rank, pid)
     root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
     terminated_pids: set = dataclasses.field(default_factory=set)
-    shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing'
+    shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
+    ordinal_ranks: set = dataclasses.field(default_factory=set)  # ranks that saw 'invalid device ordinal'
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
@@ -162,11 +170,18 @@ def _read_exits(facts: Facts, line: str) -> None:
         facts.terminated_pids.add(int(pid or killed))
 
 
-def _read_shm(facts: Facts, line: str) -> None:
+def _read_shm(facts: Facts, signature: str, line: str) -> None:
+    """What NCCL's segment lines say, and which file system a failed write names."""
+    for path in PATH.findall(line):
+        facts.shm.add("shm-path" if path.startswith(SHM_PATHS) else "disk-path")
+    if signature in ("no-space-left", "ctx-shm"):
+        return
     facts.shm.add("attach" if "attaching to" in line else "create")
     lowered = line.lower()
     if "no space left" in lowered or "posix_fallocate" in lowered or "failed to extend" in lowered:
         facts.shm.add("no-space")
+    if "too many open files" in lowered:
+        facts.shm.add("fd-limit")
     if "no such file" in lowered:
         facts.shm.add("missing")
 
@@ -177,12 +192,14 @@ READERS = {
     "duplicate-gpu": ("devices", "duplicates"), "ctx-topology": ("topology",), "ctx-interfaces": ("interfaces",),
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
     "ctx-work-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
-    "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "ib-completion-error": ("ib",),
-    "nccl-remote-error": ("ib",), "store-wait-timeout": ("store",),
+    "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),
+    "torch-shm-failed": ("shm",),
+    "killed-by-sigbus": ("exits",), "ib-completion-error": ("ib",), "nccl-remote-error": ("ib",),
+    "store-wait-timeout": ("store",),
 }
 NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-connect-timeout", "nccl-connect-failed",
                       "gloo-connect-failed", "name-not-resolved", "server-bind-failed", "address-in-use",
-                      "no-route-to-host", "nccl-remote-error", "connection-closed-by-peer"}
+                      "no-route-to-host", "nccl-remote-error", "connection-closed-by-peer", "rendezvous-connect-failed"}
 
 
 def read_facts(evidence) -> Facts:
@@ -193,18 +210,21 @@ def read_facts(evidence) -> Facts:
         line, rank = item.line, item.rank
         if "devices" in readers:
             _read_devices(facts, rank, line)
+        if item.signature == "invalid-device-ordinal" and rank is not None:
+            facts.ordinal_ranks.add(rank)
         if "duplicates" in readers:
             facts.duplicate_ranks.update(int(r) for pair in DUPLICATE.findall(line) for r in pair)
         if "topology" in readers:
             _read_topology(facts, line)
         if "interfaces" in readers:
-            facts.interfaces += [name for name in INTERFACE.findall(line) if name not in facts.interfaces]
+            names = [name for pair in INTERFACE.findall(line) for name in pair if name]
+            facts.interfaces += [name for name in names if name not in facts.interfaces]
         if "collectives" in readers:
             _read_collectives(facts, rank, line)
         if "exits" in readers:
             _read_exits(facts, line)
         if "shm" in readers:
-            _read_shm(facts, line)
+            _read_shm(facts, item.signature, line)
         if "store" in readers:
             facts.awaited_ranks.update(int(rank) for _, rank in AWAITED_KEY.findall(line))
         if "ib" in readers and "NET/IB" in line:

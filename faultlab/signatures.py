@@ -54,9 +54,11 @@ S = Signature
 NETWORK: tuple[Signature, ...] = (
     # -- ports and addresses -------------------------------------------------------------
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
-      r"(?i)address already in use|EADDRINUSE|errno: 98\b", "culprit",
+      r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b",
+      "culprit",
       "Something else already listens on MASTER_PORT on the master node.",
-      literals=("address already in use", "Address already in use", "EADDRINUSE", "errno: 98"),
+      literals=("address already in use", "Address already in use", "EADDRINUSE", "errno: 98",
+                "Only one usage of each socket address", "errno: 10048"),
       suggests=("port-in-use", "duplicate-node-rank"), family="port-taken", specificity=0.9),
     S("server-bind-failed", "Store server failed to bind its port",
       r"socket has failed to bind to \S+ \(errno: \d+", "culprit",
@@ -84,10 +86,12 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
     S("name-not-resolved", "A host name does not resolve",
       r"gai error: -\d+|Name or service not known|Temporary failure in name resolution|[Hh]ost not found"
-      r"|nodename nor servname|getaddrinfo failed", "culprit",
+      r"|nodename nor servname|getaddrinfo failed|No address associated with hostname|gaierror"
+      r"|\[Errno -[2358]\]", "culprit",
       "A host name (MASTER_ADDR, the rendezvous endpoint, this host's own name) has no address here.",
       literals=("gai error", "Name or service not known", "Temporary failure in name resolution", "ost not found",
-                "nodename nor servname", "getaddrinfo failed"),
+                "nodename nor servname", "getaddrinfo failed", "No address associated with hostname", "gaierror",
+                "[Errno -2]", "[Errno -3]", "[Errno -5]", "[Errno -8]"),
       suggests=("wrong-master-addr",), family="name-resolution"),
     S("rendezvous-connect-failed", "The launcher could not reach the rendezvous store",
       r"RendezvousConnectionError|connection to the C10d store has failed", "culprit",
@@ -174,15 +178,19 @@ NETWORK: tuple[Signature, ...] = (
       literals=("remote process exited", "ncclRemoteError", "Connection closed by remote peer"),
       suggests=("rank-crash", "link-down", "firewall"), family="peer-lost", specificity=0.65),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
-      r"NET/IB\w* ?: ?Got async event ?: ?port (?:error|down)|IBV_EVENT_PORT_ERR|IBV_EVENT_LID_CHANGE", "culprit",
-      "The HCA reported a port event: a cable, a switch port or the link training failed.",
-      literals=("Got async event", "IBV_EVENT_PORT_ERR", "IBV_EVENT_LID_CHANGE"), suggests=("link-down",),
+      r"NET/IB\w* ?: ?(?:\S+:\d+ )?Got async event|NET/IB\w* ?: ?\S+ async (?:fatal|non-fatal) event"
+      r"|IBV_EVENT_(?:PORT_ERR|LID_CHANGE|DEVICE_FATAL|GID_CHANGE)", "culprit",
+      "The HCA reported an asynchronous event (port error, a catastrophic or work-queue error, a changed GID): "
+      "a cable, a switch port, the link training or the adapter failed.",
+      literals=("Got async event", "async fatal event", "async non-fatal event", "IBV_EVENT_"), suggests=("link-down",),
       family="ib-port", specificity=0.85),
     S("ib-completion-error", "An InfiniBand/RoCE transfer completed with an error",
-      r"NET/IB\w* ?: ?Got completion (?:from peer \S+ )?with (?:error|status=) ?\d+|NET/IB\w* Got completion error \d+",
+      r"NET/IB\w* ?: ?Got completion (?:from peer \S+ )?with (?:error|status=) ?\d+|NET/IB\w* Got completion error \d+"
+      r"|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded",
       "culprit", "Error 12 is a transport retry timeout: the two NICs cannot reach each other (link, routing, "
       "RoCE setup); other codes follow a peer that went away.",
-      literals=("Got completion",), suggests=("link-down", "rank-crash"), family="ib-port", specificity=0.75),
+      literals=("Got completion", "IBV_WC_RETRY_EXC_ERR", "transport retry counter exceeded"),
+      suggests=("link-down", "rank-crash"), family="ib-port", specificity=0.75),
     S("ib-qp-failed", "NCCL could not set up an InfiniBand queue pair",
       r"Call to ibv_(?:modify|create)_qp failed", "culprit",
       "Queue pair setup failed: often fabric configuration (GID index, rails that only reach their own "

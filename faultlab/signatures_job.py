@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from .signatures import Signature
 
+# The variables a launcher (torchrun, srun, mpirun, deepspeed, accelerate) sets for each process.
+LAUNCHER_VARIABLES = (r"(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
+                      r"|SLURM_PROCID|SLURM_LOCALID|SLURM_NTASKS|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE)")
+
 S = Signature
 JOB: tuple[Signature, ...] = (
     # -- devices and teardown ----------------------------------------------------------------------
@@ -29,24 +33,33 @@ JOB: tuple[Signature, ...] = (
       specificity=0.9),
     # -- the job's own setup -------------------------------------------------------------------
     S("nccl-not-available", "The nccl backend is not available here",
-      r"doesn't have NCCL built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
+      r"doesn't have NCCL[\s\"']*built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
       r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled", "culprit",
       "nccl was requested on a host (or a torch build) without CUDA GPUs.",
-      literals=("NCCL built in", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
+      literals=("doesn't have NCCL", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
                 "only supported with GPUs", "NCCL support is not compiled"),
       suggests=("nccl-without-gpu",), family="backend", specificity=0.95),
     S("rank-env-missing", "Launcher variables missing (RANK, WORLD_SIZE, ...)",
-      r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set"
-      r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT|GROUP_RANK)'"
+      r"environment variable [A-Z_]+ expected, but not set|Could not find '[A-Z_]+' in the \w+ environment"
+      r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
+      r"|SLURM_(?:PROCID|LOCALID|NTASKS|NODEID|JOB_ID)|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)'"
       r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
-      r"|^(?:\[rank\d+\]: )?\s+.*environ\[['\"](?:RANK|LOCAL_RANK|WORLD_SIZE)['\"]\]", "culprit",
-      "The script was not started by torchrun or another launcher (or the launcher variables were wiped); "
-      "a traceback cut short may end at the indented line that read the variable.",
-      literals=("expected, but not set", "KeyError: 'RANK'", "KeyError: 'LOCAL_RANK'", "KeyError: 'WORLD_SIZE'",
-                "KeyError: 'LOCAL_WORLD_SIZE'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'", "_env_error(",
-                "environ['RANK']", 'environ["RANK"]', "environ['LOCAL_RANK']", 'environ["LOCAL_RANK"]',
-                "environ['WORLD_SIZE']", 'environ["WORLD_SIZE"]'),
+      r"|^(?:\[rank\d+\]: )?\s+.*(?:environ\[|(?:getenv|environ\.get)\()\s*['\"]" + LAUNCHER_VARIABLES
+      + r"['\"]\s*[\])]", "culprit",
+      "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
+      "colossalai run), or the launcher variables were wiped; a traceback cut short may end at the indented "
+      "line that read the variable.",
+      literals=("expected, but not set", "Could not find '", "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: "
+                "'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
+                "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "environ['",
+                'environ["', "getenv(", "environ.get("),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
+    S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
+      r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
+      "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "
+      "script was started with plain python instead of deepspeed or torchrun (mpi4py is then what fails).",
+      literals=("Not using the DeepSpeed or dist launchers", "No module named 'mpi4py'", "No module named mpi4py"),
+      suggests=("no-launcher",), family="launcher-variable", specificity=0.7),
     S("collective-mismatch-detail", "Ranks called different collectives (DETAIL or NCCL's check)",
       r"Detected mismatch between collectives on ranks|Mismatch between collective|Mismatched collective detected",
       "culprit", "Ranks called different collectives or shapes; the message names both sides.",
@@ -63,9 +76,13 @@ JOB: tuple[Signature, ...] = (
     S("nccl-invalid-usage", "NCCL invalid usage", r"ncclInvalidUsage", "neutral",
       "NCCL rejected how it was called; the 'Last error' line says why.", literals=("ncclInvalidUsage",)),
     # -- a process dies ---------------------------------------------------------------------
-    S("out-of-memory", "A rank ran out of GPU memory", r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory",
-      "culprit", "This rank could not allocate GPU memory and died; the others then time out or are torn down.",
-      literals=("out of memory", "OutOfMemoryError"), suggests=("rank-crash",), family="exit"),
+    S("out-of-memory", "A rank ran out of GPU or host memory",
+      r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"
+      r"|not enough) memory|Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|invoked oom-killer", "culprit",
+      "This rank could not allocate GPU memory (or the host's OOM killer chose it) and died; the others then "
+      "time out or are torn down.",
+      literals=("out of memory", "OutOfMemoryError", "DefaultCPUAllocator", "Out of memory: Kill", "oom-kill"),
+      suggests=("rank-crash",), family="exit"),
     S("nccl-shm-failed", "NCCL cannot create or attach its shared-memory segments",
       r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"
       r"|shm_open failed", "culprit",
@@ -78,10 +95,52 @@ JOB: tuple[Signature, ...] = (
       "DataLoader workers hand batches over through /dev/shm; a full /dev/shm kills them with SIGBUS.",
       literals=("killed by signal: Bus error", "insufficient shared memory"), suggests=("shm-exhausted",),
       family="shm", specificity=0.85),
+    S("torch-shm-failed", "torch could not place a tensor in shared memory (/dev/shm)",
+      r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file|allocate shared memory)"
+      r"|\bshm_open\b.*(?:No space|Cannot allocate)", "culprit",
+      "DataLoader workers and torch.multiprocessing hand tensors over in /dev/shm files (</torch_...>); "
+      "a full /dev/shm fails the write. 'Too many open files' is the descriptor limit instead.",
+      literals=("unable to write to file", "unable to open shared memory object", "unable to mmap",
+                "unable to allocate shared memory"),
+      suggests=("shm-exhausted",), family="shm", specificity=0.8),
+    S("no-space-left", "A device has no space left (ENOSPC)", r"No space left on device|\bENOSPC\b|\[Errno 28\]",
+      "culprit", "A write found its file system full: /dev/shm (NCCL's segments, DataLoader batches) or a disk; "
+      "the path it names, or NCCL's wording around it, tells which.",
+      literals=("No space left on device", "ENOSPC", "[Errno 28]"), suggests=("shm-exhausted",), family="shm",
+      specificity=0.3),
+    S("killed-by-sigbus", "A process died of a bus error (SIGBUS)",
+      r"exitcode\s*:\s*-7\b|(?i:signal) 7 \(SIGBUS\) received by PID|terminated with signal SIGBUS"
+      r"|died with <Signals\.SIGBUS|exits with return code = -7\b|^Bus error|\bBus error \(core dumped\)",
+      "culprit", "A mapped page could not be backed: most often a full /dev/shm under shared tensors; "
+      "otherwise a crash of its own.",
+      literals=("exitcode", "(SIGBUS)", "signal SIGBUS", "Signals.SIGBUS", "return code = -7", "Bus error"),
+      suggests=("shm-exhausted", "rank-crash"), family="shm", specificity=0.6, keep=16),
     S("nccl-system-error", "NCCL: unhandled system error", r"unhandled system error|ncclSystemError", "culprit",
       "A system call inside NCCL failed (shared memory, sockets); NCCL_DEBUG=WARN prints which one.",
       literals=("unhandled system error", "ncclSystemError"),
       suggests=("shm-exhausted", "wrong-socket-interface", "firewall"), family="nccl-error", specificity=0.35),
+    S("nccl-internal-error", "NCCL: internal error",
+      r"internal error - please report this issue|ncclInternalError|NCCL Error 3: internal error", "culprit",
+      "NCCL's catch-all for a check that failed: most often a bootstrap that mixed interfaces or hosts "
+      "(NCCL_SOCKET_IFNAME), a fabric problem, or NCCL versions that differ across nodes.",
+      literals=("internal error - please report", "ncclInternalError", "NCCL Error 3"),
+      suggests=("wrong-socket-interface", "link-down", "shm-exhausted"), family="nccl-error", specificity=0.3),
+    S("cuda-fault", "A CUDA kernel or the GPU itself failed (not a distributed-setup mistake)",
+      r"illegal memory access|device-side assert triggered|uncorrectable ECC|unspecified launch failure|CUBLAS_STATUS_[A-Z_]+"
+      r"|CUDNN_STATUS_[A-Z_]+|misaligned address|illegal instruction was encountered|GPU has fallen off the bus"
+      r"|\bXid\b.*\d+", "culprit",
+      "A kernel faulted, an assertion fired on the device, or the GPU reported a hardware error: a bug or a "
+      "failing GPU, which the catalog of distributed-setup causes does not hold.",
+      literals=("illegal memory access", "device-side assert triggered", "uncorrectable ECC", "unspecified launch failure",
+                "CUBLAS_STATUS_", "CUDNN_STATUS_", "misaligned address", "illegal instruction was encountered",
+                "fallen off the bus", "Xid"),
+      family="cuda", outside=True),
+    S("library-load-failed", "A shared library is missing or does not match",
+      r"^(?:\[rank\d+\]: )?(?:ImportError|OSError): .*(?:undefined symbol|cannot open shared object file"
+      r"|version `GLIBC)", "culprit",
+      "torch, NCCL or an extension was built against another library than the one loaded: an installation "
+      "problem, not a distributed-setup one.", ("rank",),
+      literals=("undefined symbol", "cannot open shared object file", "version `GLIBC"), family="cuda", outside=True),
     S("cuda-runtime-broken", "CUDA itself fails under NCCL (driver, build or hardware)",
       r"CUDA driver version is insufficient|unhandled cuda error|ncclUnhandledCudaError|no kernel image is available"
       r"|is not compatible with the current PyTorch installation", "culprit",
@@ -99,11 +158,12 @@ JOB: tuple[Signature, ...] = (
     S("killed-by-signal", "A worker was killed by a signal",
       r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
       r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
-      r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>", "culprit",
+      r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>"
+      r"|^Killed\s*$|: line \d+: +\d+ Killed\s", "culprit",
       "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
       "torchrun, DeepSpeed's and accelerate's launchers each word it their own way.", ("launcher",),
       literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
-                "exits with return code = -", "died with <Signals.SIG"),
+                "exits with return code = -", "died with <Signals.SIG", "Killed"),
       suggests=("rank-crash",), family="exit", specificity=0.75, keep=16),
     S("child-failed", "torchrun's failure report (Root Cause block)", r"Root Cause \(first observed failure\)",
       "neutral", "The launcher's first observed failure, which can be a victim that timed out first.", ("launcher",),
@@ -136,6 +196,9 @@ JOB: tuple[Signature, ...] = (
       "Which interfaces NCCL will use: docker bridges and veths beside the real NIC are a classic trap.", (),
       literals=("NET/Socket : Using", "Bootstrap : Using", "]br-", "]veth", "]docker", "]virbr", "]cni", "]flannel"),
       effect="context", keep=24),
+    S("ctx-shm", "Lines that name /dev/shm or its size", r"/dev/shm|--shm-size|shm_size|--ipc[= ]host", "neutral",
+      "A path under /dev/shm or a container's shm size: which file system a full-disk error is about.", (),
+      literals=("/dev/shm", "shm-size", "shm_size", "ipc=host", "ipc host"), effect="context"),
     S("ctx-work-progress", "Where each rank's collectives stand",
       r"last enqueued (?:NCCL )?work: \d+, last completed (?:NCCL )?work: \d+", "neutral",
       "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),

@@ -1,0 +1,206 @@
+"""diagnose reads a family by its meaning, across the wordings of torch, NCCL, gloo, DeepSpeed,
+ColossalAI, shells and kernels: each case is a short realistic log, the answer expected first,
+and an alternative that must stay among the first three where one line cannot decide."""
+
+import pytest
+
+from faultlab import diagnose
+
+N = diagnose.NOT_IN_CATALOG
+CASES = [  # (the answer expected first, another that must be among the first three, the log)
+    ('wrong-master-addr', 'wrong-socket-interface',
+     '[W socket.cpp:601] [c10d] The client socket has failed to connect to [gpu-node-3]:29500 (errno: '
+     '111 - Connection refused). remote=[127.0.1.1]:29500\n'),
+    ('wrong-master-addr', None,
+     '[rank4]: torch.distributed.DistNetworkError: The client socket has failed to connect to '
+     '[localhost]:29500 (errno: 111 - Connection refused).\n'
+     '--nnodes=2\n'),
+    ('too-few-gpus', None,
+     'torchrun --nproc_per_node=4 train.py\n'
+     'CUDA_VISIBLE_DEVICES=0,1\n'
+     '[rank2]: Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1a000\n'),
+    ('too-few-gpus', None,
+     'node:12:12 [0] NCCL INFO cudaDev 0 ...\n'
+     '[rank3]:torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid '
+     'usage, NCCL version 2.19.3\n'
+     'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n'
+     'Last error:\n'
+     'Duplicate GPU detected : rank 3 and rank 1 both on CUDA device 41000\n'
+     'Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000\n'
+     'torch.cuda.device_count() = 2\n'),
+    ('link-down', None,
+     'host:1:2 [3] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n'
+     '[rank3]: torch.distributed.DistBackendError: NCCL error: remote process exited or there was a '
+     'network error, NCCL version 2.18.1\n'
+     'ncclRemoteError: A call failed possibly due to a network error or a remote process exiting '
+     'prematurely.\n'),
+    ('link-down', None,
+     'node023:10214:10303 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer '
+     '10.1.3.201<33057> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid '
+     '::ffff:10.206.1.23\n'),
+    ('link-down', None,
+     'node-0:139577:139678 [0] transport/net_ib.cc:154 NCCL WARN NET/IB : mlx5_1:1 async fatal event '
+     'on QP (0x7309dc3bb338): invalid request local work queue error\n'),
+    ('link-down', None,
+     'x:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic '
+     'error\n'),
+    ('rank-crash', None,
+     '[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote '
+     'process exited or there was a network error, NCCL version 2.20.5\n'
+     'ncclRemoteError: A call failed possibly due to a network error or a remote process exiting '
+     'prematurely.\n'
+     'ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: '
+     '311) of binary: python\n'),
+    ('no-launcher', None,
+     'Traceback (most recent call last):\n'
+     '  File "train.py", line 10, in <module>\n'
+     '    colossalai.launch_from_torch(config={})\n'
+     "RuntimeError: Could not find 'RANK' in the torch environment, visit https://www.colossalai.org/ "
+     'for more information on launching with torch\n'),
+    ('no-launcher', None,
+     '[2024-01-01 10:00:00,000] [INFO] [comm.py:637:init_distributed] Not using the DeepSpeed or dist '
+     'launchers, attempting to detect MPI environment...\n'
+     "ModuleNotFoundError: No module named 'mpi4py'\n"),
+    ('no-launcher', None,
+     '  File "train.py", line 5, in setup\n'
+     "    os.environ['MASTER_ADDR']\n"
+     "KeyError: 'MASTER_ADDR'\n"),
+    ('no-launcher', None,
+     '  File "train.py", line 5, in setup\n'
+     '    local_rank = int(os.environ["LOCAL_RANK"])\n'),
+    ('no-launcher', None,
+     "    world_size = int(os.environ['WORLD_SIZE'])\n"),
+    ('no-launcher', None,
+     "    master = os.environ['MASTER_ADDR']\n"),
+    ('no-launcher', None,
+     "    local_rank = int(os.getenv('LOCAL_RANK'))\n"
+     'TypeError: int() argument must be a string, a bytes-like object or a real number, not '
+     "'NoneType'\n"),
+    ('no-launcher', None,
+     'ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable '
+     'MASTER_ADDR expected, but not set\n'),
+    ('no-launcher', None,
+     "KeyError: 'SLURM_PROCID'\n"),
+    ('no-launcher', None,
+     "KeyError: 'OMPI_COMM_WORLD_LOCAL_RANK'\n"),
+    ('wrong-master-addr', None,
+     'socket.gaierror: [Errno -2] Name or service not known\n'),
+    ('wrong-master-addr', None,
+     '[W socket.cpp:697] [c10d] The IPv4 network addresses of (master-0, 29500) cannot be retrieved '
+     '(gai error: -3 - Temporary failure in name resolution).\n'),
+    ('wrong-master-addr', None,
+     'torch.distributed.DistNetworkError: The client socket cannot be retrieved (gai error: -5 - No '
+     'address associated with hostname)\n'),
+    ('wrong-master-addr', None,
+     'RuntimeError: [../third_party/gloo/gloo/transport/tcp/device.cc:83] ai_family == AF_INET || '
+     'ai_family == AF_INET6. getaddrinfo: Name or service not known\n'),
+    ('rank-crash', None,
+     '[rank2]: torch.OutOfMemoryError: CUDA out of memory.\n'
+     '[rank0]:[W ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed '
+     'before we destruct ProcessGroupNCCL.\n'
+     '[rank1]:[W ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed '
+     'before we destruct ProcessGroupNCCL.\n'
+     '[rank2]:[W ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed '
+     'before we destruct ProcessGroupNCCL.\n'
+     '[rank3]:[W ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed '
+     'before we destruct ProcessGroupNCCL.\n'
+     'W0101 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 100 closing signal '
+     'SIGTERM\n'),
+    (N, 'rank-crash',
+     '[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: '
+     'WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 '
+     'ms\n'
+     '[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: '
+     'WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 '
+     'ms\n'
+     '[rank3]:[E ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: '
+     'WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 '
+     'ms\n'
+     '[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\n'),
+    (N, None,
+     'RuntimeError: CUDA error: an illegal memory access was encountered\n'
+     'CUDA kernel errors might be asynchronously reported at some other API call\n'),
+    (N, None,
+     'RuntimeError: CUDA error: device-side assert triggered\n'),
+    (N, None,
+     'RuntimeError: CUDA error: uncorrectable ECC error encountered\n'),
+    (N, None,
+     'ImportError: /usr/lib/libnccl.so.2: undefined symbol: ncclCommRegister\n'),
+    (N, None,
+     'RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`\n'),
+    ('shm-exhausted', None,
+     'RuntimeError: unable to write to file </torch_18692_1954506162_0>: No space left on device (28)\n'),
+    ('shm-exhausted', None,
+     "OSError: [Errno 28] No space left on device: '/dev/shm/psm_abc'\n"),
+    ('shm-exhausted', None,
+     'ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared '
+     'memory (shm).\n'),
+    ('shm-exhausted', None,
+     '[E ProcessGroupNCCL] ... failed (exitcode: -7) local_rank: 0 (pid: 123) of binary: python\n'
+     'Signal 7 (SIGBUS) received by PID 123\n'),
+    (N, 'shm-exhausted',
+     'OSError: [Errno 28] No space left on device\n'),
+    (N, None,
+     "OSError: [Errno 28] No space left on device: '/home/user/checkpoints/model.pt'\n"),
+    (N, 'wrong-socket-interface',
+     "Test NCCL failure common.cu:959 'internal error - please report this issue to the NCCL "
+     "developers / '\n"),
+    (N, 'wrong-socket-interface',
+     'torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, internal error - '
+     'please report this issue to the NCCL developers, NCCL version 2.18.1\n'
+     'ncclInternalError: Internal check failed.\n'),
+    ('nccl-without-gpu', None,
+     '    raise RuntimeError("Distributed package doesn\'t have NCCL " "built in")\n'),
+    ('nccl-without-gpu', None,
+     "RuntimeError: Distributed package doesn't have NCCL built in\n"),
+    ('nccl-without-gpu', None,
+     'RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!\n'),
+    ('rank-as-device-id', None,
+     'torchrun --nnodes=2 --nproc_per_node=4\n'
+     '[rank5]: RuntimeError: CUDA error: invalid device ordinal\n'),
+    ('rank-as-device-id', None,
+     '[rank5]: torch.cuda.set_device(5)\n'
+     '[rank5]: RuntimeError: CUDA error: invalid device ordinal\n'
+     'CUDA_VISIBLE_DEVICES=0,1,2,3\n'),
+    ('too-few-gpus', 'rank-as-device-id',
+     'RuntimeError: CUDA error: invalid device ordinal\n'),
+    ('port-in-use', None,
+     'RuntimeError: The server socket has failed to listen on any local network address. The server '
+     'socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n'),
+    ('port-in-use', None,
+     'torch.distributed.DistNetworkError: The server socket has failed to listen on any local network '
+     'address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n'),
+    ('port-in-use', None,
+     'RuntimeError: The server socket has failed to bind to 0.0.0.0:29500 (errno: 10048 - Only one '
+     'usage of each socket address (protocol/network address/port) is normally permitted.).\n'),
+    ('rank-crash', None,
+     'Killed\n'),
+    ('rank-crash', None,
+     '[1234.5] Out of memory: Killed process 4321 (python) total-vm:123kB\n'),
+    ('rank-crash', None,
+     'RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: '
+     'you tried to allocate 1048576 bytes.\n'),
+    ('wrong-socket-interface', None,
+     'host:1:1 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 172.17.0.1<43129> '
+     'failed : Connection refused\n'),
+    ('wrong-master-addr', None,
+     '[W socket.cpp:601] [c10d] The client socket has failed to connect to [10.0.0.9]:29500 (errno: '
+     '113 - No route to host).\n'),
+    ('collective-mismatch', None,
+     '[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: '
+     'WorkNCCL(SeqNum=101, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for '
+     '600013 ms\n'
+     '[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: '
+     'WorkNCCL(SeqNum=101, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for '
+     '600013 ms\n'),
+]
+
+
+@pytest.mark.parametrize("first, also, text", CASES, ids=[text.splitlines()[-1][:60] for _, _, text in CASES])
+def test_each_wording_reads_as_its_meaning(tmp_path, first, also, text):
+    (tmp_path / "job.log").write_text(text)
+    found = diagnose.diagnose([tmp_path / "job.log"])
+    answers = found.answers()
+    assert answers[0] == first, (answers, found.reasons)
+    assert also is None or also in answers[:3], answers
+    assert not found.causes or found.causes[0].confidence < 0.96
