@@ -53,6 +53,17 @@ class Signature:
 S = Signature
 NETWORK: tuple[Signature, ...] = (
     # -- ports and addresses -------------------------------------------------------------
+    S("port-busy-check", "The launcher found the port taken before starting",
+      r"another process is utilizing it|[Pp]ort \S* ?is already in use", "culprit",
+      "accelerate (and other launchers) check MASTER_PORT first and name it taken by another process.",
+      literals=("another process is utilizing it", "is already in use"), suggests=("port-in-use",),
+      family="port-taken", specificity=0.9),
+    S("store-create-cut", "A traceback that ends where the store is created",
+      r"^(?:\[rank\d+\]: )?\s+(?:store = |return )?TCPStore\(", "culprit",
+      "The trace was cut before its message, at the line that creates the TCPStore: the store's port was "
+      "taken on the host, or the others could not reach it.",
+      literals=("TCPStore(",), suggests=("port-in-use", "wrong-master-port", "wrong-master-addr"),
+      family="store-create", specificity=0.4),
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
       r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b",
       "culprit",
@@ -70,9 +81,9 @@ NETWORK: tuple[Signature, ...] = (
       literals=("client socket has timed out", "connect() timed out"),
       suggests=("wrong-master-port", "firewall", "wrong-master-addr"), family="connect-failed"),
     S("no-route-to-host", "No host answers at the address dialed",
-      r"No route to host|failed to connect to any network address of", "culprit",
+      r"No route to host|failed to connect to any network address of|Network is unreachable", "culprit",
       "Nothing on the link answers for that address: a wrong MASTER_ADDR, or a host that is down.",
-      literals=("No route to host", "failed to connect to any network address"),
+      literals=("No route to host", "failed to connect to any network address", "Network is unreachable"),
       suggests=("wrong-master-addr", "link-down"), family="connect-failed"),
     S("connection-refused", "Connection refused", r"(?i)connection refused", "culprit",
       "Nothing listens at the address dialed (or a firewall rejects it).", literals=("onnection refused",),
@@ -108,6 +119,12 @@ NETWORK: tuple[Signature, ...] = (
       "This rank waited for other ranks to register; the keys name the ranks that never came.",
       literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket"),
       suggests=("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
+      family="waiting", specificity=0.6),
+    S("store-barrier-timeout", "The store-based barrier of init_process_group timed out",
+      r"Timed out initializing process group in store based barrier", "victim",
+      "Fewer ranks than the world size reached init_process_group's barrier (worker_count < world_size): "
+      "the rest are late, dead, or were never started.",
+      literals=("store based barrier",), suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
       family="waiting", specificity=0.6),
     S("rendezvous-clients-timeout", "Master's store timed out waiting for the other nodes",
       r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "victim",

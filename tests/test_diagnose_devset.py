@@ -10,7 +10,8 @@ from conftest import ROOT
 DEVSET = ROOT / "tests" / "diagnose_devset"
 
 
-SETS = ["cases.yaml", "cases-2.yaml", "heldout.yaml", "heldout-2.yaml", "heldout-3.yaml", "heldout-4.yaml"]
+SETS = ["cases.yaml", "cases-2.yaml", "heldout.yaml", "heldout-2.yaml", "heldout-3.yaml", "heldout-4.yaml",
+        "heldout-5.yaml"]
 
 
 @pytest.mark.parametrize("name", SETS)

@@ -182,3 +182,45 @@ def test_a_healthy_run_directory_has_no_culprit_section(tmp_path, cli):
     result = cli("diagnose", tmp_path)
     assert result.exit_code == 1 and "No known signature, and no error line." in result.output
     assert "Culprit" not in result.output and "Silent" not in result.output
+
+
+def test_no_space_left_is_weighed_by_the_file_system_it_names(tmp_path):
+    bare = _diagnose(tmp_path, "OSError: [Errno 28] No space left on device\n")
+    assert bare.answers()[:2] == (diagnose.NOT_IN_CATALOG, "shm-exhausted") and bare.causes[0].confidence <= 0.35
+    shm = _diagnose(tmp_path, "OSError: [Errno 28] No space left on device: '/dev/shm/torch_2231_0'\n")
+    assert shm.answers()[0] == "shm-exhausted" and shm.unknown < 0.15
+    told_by_context = _diagnose(tmp_path, "shm   64M   64M     0 100% /dev/shm\n"
+                                          "OSError: [Errno 28] No space left on device\n")
+    assert told_by_context.answers()[0] == "shm-exhausted"
+    disk = _diagnose(tmp_path, "OSError: [Errno 28] No space left on device: '/data/ckpt/step_400/model.pt'\n")
+    assert disk.answers()[0] == diagnose.NOT_IN_CATALOG and disk.outside
+
+
+def test_side_effects_of_a_link_failure_never_outrank_it(tmp_path):
+    found = _diagnose(tmp_path, (
+        "node3:41:77 [2] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"
+        + "".join(f"[rank{r}]:[E ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: "
+                  "WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600100 ms\n"
+                  f"[rank{r}]:[W ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed "
+                  "before we destruct ProcessGroupNCCL.\n" for r in range(4))
+        + "W0101 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 70 closing signal SIGTERM\n"))
+    assert found.causes[0].cause == "link-down"
+    assert [c.cause for c in found.causes].index("missing-destroy-process-group") > 0
+
+
+def test_a_store_refused_at_a_loopback_is_the_master_address_unless_the_job_is_one_node(tmp_path):
+    line = ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 "
+            "(errno: 111 - Connection refused).\n")
+    several = _diagnose(tmp_path, "torchrun --nnodes=2 --nproc_per_node=8 train.py\n" + line)
+    assert several.answers()[:2] == ("wrong-master-addr", "wrong-socket-interface")
+    one = _diagnose(tmp_path, "torchrun --nnodes=1 --nproc_per_node=8 train.py\n" + line)
+    assert one.answers()[0] == "wrong-master-port"
+
+
+def test_a_failing_rank_past_one_nodes_processes_used_its_global_rank(tmp_path):
+    found = _diagnose(tmp_path, "torchrun --nproc_per_node=4 train.py\n"
+                                "[rank6]: RuntimeError: CUDA error: invalid device ordinal\n")
+    assert found.causes[0].cause == "rank-as-device-id"
+    found = _diagnose(tmp_path, "torchrun --nproc_per_node=8 train.py\n"
+                                "[rank6]: RuntimeError: CUDA error: invalid device ordinal\n")
+    assert found.causes[0].cause == "too-few-gpus"

@@ -193,6 +193,43 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: '
      'WorkNCCL(SeqNum=101, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for '
      '600013 ms\n'),
+    ('port-in-use', None,
+     'ConnectionError: Tried to launch distributed communication on port `29500`, but another process is '
+     'utilizing it. Please specify a different port (such as using the `--main_process_port` flag)\n'),
+    (N, 'port-in-use',
+     '  File "/usr/lib/python3.8/site-packages/torch/distributed/rendezvous.py", line 133, in _tcp_rendezvous_handler\n'
+     '    store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n'),
+    ('straggler-rank', 'world-size-mismatch',
+     'RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: '
+     'store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)\n'),
+    ('too-few-gpus', None,
+     'lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [0, 1, 2, 3]\n'
+     ' But your machine only has: [0]\n'),
+    ('too-few-gpus', 'rank-as-device-id',
+     'RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "../aten/src/ATen/cuda/CUDAContext.cpp":50\n'),
+    (N, 'rank-crash',  # and shm-exhausted: both among the first three, neither sure
+     'RuntimeError: DataLoader worker (pid(s) 20312, 20313) exited unexpectedly\n'),
+    ('wrong-master-addr', None,
+     '[W socket.cpp:601] [c10d] The client socket has failed to connect to [10.8.0.4]:29500 (errno: 101 - '
+     'Network is unreachable).\n'),
+    ('nccl-without-gpu', None, 'AssertionError: Torch not compiled with CUDA enabled\n'),
+    ('collective-mismatch', None,
+     'node1:12:40 [0] transport/net_ib.cc:1163 NCCL WARN NET/IB : collective mismatch error, local size 4096 '
+     'remote size 8192 in Recv\n'),
+    (N, None,
+     '[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 97 - '
+     'Address family not supported by protocol).\n'),
+    (N, 'rank-crash',
+     '[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: '
+     'WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600100 ms\n'
+     '[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n'
+     'Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n'),
+    ('too-few-gpus', 'rank-as-device-id',
+     '[rank2]: RuntimeError: CUDA error: invalid device ordinal\n'
+     'Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n'),
+    (N, None,
+     "RuntimeError: unable to open shared memory object </torch_4312_21456> in read-write mode: Too many open "
+     "files (24)\n"),
 ]
 
 
