@@ -61,9 +61,9 @@ NETWORK: tuple[Signature, ...] = (
     S("store-create-cut", "A traceback that ends where the store is created",
       r"^(?:\[rank\d+\]: )?\s+(?:store = |return )?TCPStore\(", "culprit",
       "The trace was cut before its message, at the line that creates the TCPStore: the store's port was "
-      "taken on the host, or the others could not reach it.",
+      "taken on the host, or the others could not reach it. Weak, so any primary sign outranks it.",
       literals=("TCPStore(",), suggests=("port-in-use", "wrong-master-port", "wrong-master-addr"),
-      family="store-create", specificity=0.4),
+      family="store-create", effect="side", specificity=0.4),
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
       r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b",
       "culprit",

@@ -55,17 +55,22 @@ JOB: tuple[Signature, ...] = (
       r"environment variable [A-Z_]+ expected, but not set|Could not find '[A-Z_]+' in the \w+ environment"
       r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
       r"|SLURM_(?:PROCID|LOCALID|NTASKS|NODEID|JOB_ID)|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)'"
-      r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
-      r"|^(?:\[rank\d+\]: )?\s+.*(?:environ\[|(?:getenv|environ\.get)\()\s*['\"]" + LAUNCHER_VARIABLES
-      + r"['\"]\s*[\])]", "culprit",
+      r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)", "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
-      "colossalai run), or the launcher variables were wiped; a traceback cut short may end at the indented "
-      "line that read the variable.",
+      "colossalai run), or the launcher variables were wiped.",
       literals=("expected, but not set", "Could not find '", "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: "
                 "'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
-                "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "environ['",
-                'environ["', "getenv(", "environ.get("),
+                "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error("),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
+    # A trace cut before its message says less than the message would: it counts as a side effect, so
+    # any primary sign (the device error of set_device(int(os.environ["LOCAL_RANK"]))) outranks it.
+    S("launcher-variable-read", "A traceback cut at the line that reads a launcher variable",
+      r"^(?:\[rank\d+\]: )?\s+(?:return\s+|[\w.]+\s*=\s*)?(?:int|str)?\(?\s*os\.(?:environ\[|getenv\(|environ\.get\()"
+      r"\s*['\"]" + LAUNCHER_VARIABLES + r"['\"]\s*[\])]\)?\s*$", "culprit",
+      "The last frame of a trace cut short reads RANK, LOCAL_RANK ... from the environment: most often the "
+      "variable was missing (no launcher).",
+      literals=("environ['", 'environ["', "getenv(", "environ.get("), suggests=("no-launcher",),
+      family="launcher-variable", effect="side", specificity=0.9),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "

@@ -230,6 +230,13 @@ CASES = [  # (the answer expected first, another that must be among the first th
     (N, None,
      "RuntimeError: unable to open shared memory object </torch_4312_21456> in read-write mode: Too many open "
      "files (24)\n"),
+    ('too-few-gpus', 'rank-as-device-id',
+     '    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))\n'
+     '[rank5]: RuntimeError: CUDA error: invalid device ordinal\n'),
+    ('no-launcher', None,
+     '  File "/opt/conda/lib/python3.10/site-packages/lightning_fabric/plugins/environments/torchelastic.py", '
+     'line 58, in global_rank\n'
+     '    return int(os.environ["RANK"])\n'),
 ]
 
 
