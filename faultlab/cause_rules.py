@@ -81,6 +81,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the device is chosen by the local rank": lambda f, s: "local_rank" in f.set_device_args,
     "a device index beyond the visible count": lambda f, s: _index_beyond_devices(f),
     "more ranks on the node than devices": lambda f, s: _more_ranks_than_devices(f),
+    "no device is visible at all": lambda f, s: f.visible_devices == 0,
     "the store client was refused at a loopback address": _store_refused_at_loopback,
     "torch's first try of localhost over IPv6 failed": lambda f, s: _ipv6_localhost_retry(f),
     # On a job known to be one node a loopback is the right address: refused then means nothing listens.
@@ -129,6 +130,8 @@ RULES: tuple[Rule, ...] = (
          why="several nodes: a global rank used as device index fails on every node but the first"),
     Rule("invalid-device-ordinal", "a device index beyond the visible count", ("too-few-gpus", "rank-as-device-id"), 0.9,
          why="a device index beyond the devices this process sees"),
+    Rule("requested-more-gpus", "no device is visible at all", ("nccl-without-gpu", "too-few-gpus"), 0.6,
+         why="the machine shows no GPU at all: no driver, a CPU-only build, or CUDA_VISIBLE_DEVICES hides them"),
     Rule("duplicate-gpu", "more ranks on the node than devices", ("too-few-gpus", "missing-set-device"),
          why="more processes on the node than GPUs"),
     Rule("connection-refused", "the store client was refused at a loopback address",

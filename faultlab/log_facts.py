@@ -31,7 +31,7 @@ ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
 TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
 SET_DEVICE_ARG = re.compile(r"set_device\(\s*(?:[\w.]+\.)?(\w+)")
 DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
-VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)")
+VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)|only has: \[([\d, ]*)\]")
 DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)")
 NODES = re.compile(r"nnodes[= :]+(\d+)")
 PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")
@@ -128,7 +128,7 @@ def _read_devices(facts: Facts, rank, line: str) -> None:
         facts.visible_devices = _first_int(count)
     visible = VISIBLE_DEVICES.search(line)
     if visible:
-        facts.visible_devices = len([d for d in visible[1].split(",") if d])
+        facts.visible_devices = len([d for d in (visible[1] or visible[2]).split(",") if d.strip()])
     for match in DEVICE_INDEX.finditer(line):
         facts.device_requests.setdefault(rank, set()).add(_first_int(match))
 
@@ -189,7 +189,7 @@ def _read_shm(facts: Facts, signature: str, line: str) -> None:
 # Which readers each signature's lines go through.
 READERS = {
     "ctx-devices": ("devices",), "ctx-set-device": ("devices",), "invalid-device-ordinal": ("devices",),
-    "duplicate-gpu": ("devices", "duplicates"), "ctx-topology": ("topology",), "ctx-interfaces": ("interfaces",),
+    "duplicate-gpu": ("devices", "duplicates"), "requested-more-gpus": ("devices",), "ctx-topology": ("topology",), "ctx-interfaces": ("interfaces",),
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
     "ctx-work-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),

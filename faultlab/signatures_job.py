@@ -71,6 +71,13 @@ JOB: tuple[Signature, ...] = (
       "variable was missing (no launcher).",
       literals=("environ['", 'environ["', "getenv(", "environ.get("), suggests=("no-launcher",),
       family="launcher-variable", effect="side", specificity=0.9),
+    S("default-group-missing", "A collective ran before any process group existed",
+      r"Default process group has not been initialized", "culprit",
+      "Distributed code ran in a process where init_process_group never ran: most often a script meant for "
+      "torchrun (or --launcher pytorch) started with plain python; sometimes a code path (SyncBatchNorm, an "
+      "evaluation helper) that assumes a group on a single-process run.",
+      literals=("Default process group has not been initialized",), suggests=("no-launcher",),
+      family="launcher-variable", specificity=0.5),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "

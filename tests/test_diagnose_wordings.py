@@ -237,6 +237,11 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '  File "/opt/conda/lib/python3.10/site-packages/lightning_fabric/plugins/environments/torchelastic.py", '
      'line 58, in global_rank\n'
      '    return int(os.environ["RANK"])\n'),
+    ('nccl-without-gpu', 'too-few-gpus',
+     'pytorch_lightning.utilities.exceptions.MisconfigurationException: You requested GPUs: [1]\n'
+     ' But your machine only has: []\n'),
+    ('no-launcher', N,
+     'RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.\n'),
 ]
 
 
