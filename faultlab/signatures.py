@@ -231,11 +231,12 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
     S("nccl-no-interface", "NCCL finds no socket interface",
       r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"
-      r"|is neither AF_INET\(2\) nor AF_INET6|Socket creation failed : Address family not supported", "culprit",
+      r"|is neither AF_INET\(2\) nor AF_INET6|Socket creation failed : Address family not supported"
+      r"|NET/Socket ?: ?[Nn]o interface found|[Nn]o interface found in the same subnet", "culprit",
       "NCCL has no usable socket interface: NCCL_SOCKET_IFNAME names one this host lacks, or the "
       "container has nothing but loopback.",
       literals=("o socket interface", "o usable listening interface", "is neither AF_INET",
-                "Address family not supported"),
+                "Address family not supported", "o interface found"),
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
     S("gloo-loopback-fallback", "gloo fell back to the loopback address",
       r"Unable to resolve hostname to a \(local\) address\. Using the loopback", "culprit",

@@ -23,6 +23,12 @@ JOB: tuple[Signature, ...] = (
       "culprit", "This rank asked for a CUDA device index the node does not have.",
       literals=("invalid device ordinal", "Invalid device id", "device < num_gpus", "ErrorInvalidDevice"),
       suggests=("too-few-gpus", "rank-as-device-id"), family="device-index", specificity=0.85),
+    S("cuda-devices-busy", "CUDA: every device is busy or unavailable",
+      r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable", "culprit",
+      "In exclusive-process mode a GPU takes one process: a second rank on it (no set_device, or more ranks "
+      "than GPUs) finds it busy; another job holding the GPUs reads the same.",
+      literals=("devices are busy or unavailable", "cudaErrorDevicesUnavailable"),
+      suggests=("missing-set-device", "too-few-gpus"), family="device-index", specificity=0.5),
     S("requested-more-gpus", "The framework was asked for more GPUs than the machine has",
       r"But your machine only has: \[|requested \d+ GPUs? but (?:only|the machine)",
       "culprit", "Lightning (and others) compare the devices asked for with those present before starting "
@@ -103,10 +109,12 @@ JOB: tuple[Signature, ...] = (
     # -- a process dies ---------------------------------------------------------------------
     S("out-of-memory", "A rank ran out of GPU or host memory",
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"
-      r"|not enough) memory|Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|invoked oom-killer", "culprit",
+      r"|not enough) memory|Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|invoked oom-killer"
+      r"|Cuda failure 'out of memory'|oom[_-]kill events?|: Out Of Memory|\bOOMKilled\b", "culprit",
       "This rank could not allocate GPU memory (or the host's OOM killer chose it) and died; the others then "
       "time out or are torn down.",
-      literals=("out of memory", "OutOfMemoryError", "DefaultCPUAllocator", "Out of memory: Kill", "oom-kill"),
+      literals=("out of memory", "OutOfMemoryError", "DefaultCPUAllocator", "Out of memory: Kill", "oom-kill",
+                "oom_kill", "Out Of Memory", "OOMKilled"),
       suggests=("rank-crash",), family="exit"),
     S("nccl-shm-failed", "NCCL cannot create or attach its shared-memory segments",
       r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"

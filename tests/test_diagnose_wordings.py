@@ -242,6 +242,13 @@ CASES = [  # (the answer expected first, another that must be among the first th
      ' But your machine only has: []\n'),
     ('no-launcher', N,
      'RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.\n'),
+    ('rank-crash', None, 'slurmstepd: error: Detected 1 oom_kill event in StepId=4512.0. Some of the step tasks '
+                         'have been OOM Killed.\n'),
+    ('rank-crash', None, 'gpu-7:88:91 [3] NCCL WARN Cuda failure \'out of memory\'\n'),
+    ('wrong-socket-interface', None,
+     'host:1:9 [0] NCCL WARN Net : No interface found in the same subnet as remote address fe80::1%eth1<35213>\n'),
+    ('missing-set-device', 'too-few-gpus',
+     '[rank1]: RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n'),
 ]
 
 
