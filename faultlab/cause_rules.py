@@ -28,7 +28,6 @@ from .symptoms import SIGNATURES_BY_ID
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
 SIDE_WEIGHT = 0.2  # a side effect's say, once a primary sign is there
 PRIOR_DECAY = 0.7  # each next suggested cause weighs 0.7 as much as the one before
-LEARNED_WEIGHT = 2.0  # each recorded run of a cause with this signature
 OUTSIDE_STRENGTH = 0.8  # how much a known out-of-catalog failure says "not in the catalog"
 
 
@@ -258,8 +257,10 @@ def rank_causes(present: set[str], facts: Facts, learned: dict | None, extra: tu
 
 
 def _distribution(favours: tuple[str, ...], learned) -> dict[str, float]:
-    candidates = collections.Counter({cause: PRIOR_DECAY ** order for order, cause in enumerate(favours)})
-    for cause, count in (learned or {}).items():
-        candidates[cause] += LEARNED_WEIGHT * count
+    # The catalog orders a signature's causes by how often real logs show them. A store's
+    # recordings only add, after those, causes its scenarios (a team's own among them) showed
+    # with the signature: how often a drill was run says nothing of how often a cause strikes.
+    added = sorted(set(learned or {}) - set(favours), key=lambda cause: (-learned[cause], cause))
+    candidates = {cause: PRIOR_DECAY ** order for order, cause in enumerate((*favours, *added))}
     total = sum(candidates.values())
     return {cause: value / total for cause, value in candidates.items()}

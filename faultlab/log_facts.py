@@ -40,6 +40,8 @@ DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
 AWAITED_KEY = re.compile(r"keys?: \[?'?([^\s,']+?)/(\d+)'?\]?(?:[\s,]|$)")
+# NCCL's bootstrap through the store names the rank whose unique id never came.
+AWAITED_UNIQUE_ID = re.compile(r"retrieving ncclUniqueId from \[(\d+)\]")
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
@@ -227,6 +229,7 @@ def read_facts(evidence) -> Facts:
             _read_shm(facts, item.signature, line)
         if "store" in readers:
             facts.awaited_ranks.update(int(rank) for _, rank in AWAITED_KEY.findall(line))
+            facts.awaited_ranks.update(int(rank) for rank in AWAITED_UNIQUE_ID.findall(line))
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
         if item.signature in NETWORK_SIGNATURES:

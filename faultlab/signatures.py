@@ -151,10 +151,11 @@ NETWORK: tuple[Signature, ...] = (
       literals=("but somaxconn is",), suggests=("listen-backlog-overflow",), family="store-backlog",
       specificity=0.85),
     S("libuv-store-unavailable", "The libuv TCPStore was requested but this torch was built without libuv",
-      r"use_libuv was requested but PyTorch was built without libuv support", "culprit",
+      r"use_libuv was requested but PyTorch was buil[dt] without libuv|(?:buil[dt]|compiled) without libuv support",
+      "culprit",
       "torch's default store backend (libuv, since 2.4) is missing from this build: set USE_LIBUV=0 (or "
-      "use_libuv=False) to use the legacy store. Wording from torch 2.13's library.",
-      literals=("built without libuv support",), suggests=("store-backend-unavailable",), family="store-backend",
+      "use_libuv=False) to use the legacy store. torch 2.4-2.6 spell it 'build without'.",
+      literals=("without libuv",), suggests=("store-backend-unavailable",), family="store-backend",
       specificity=0.95),
     S("libuv-store-server-error", "The libuv store server failed on a client connection",
       r"Failed to accept client due to|Client sent invalid command\. client:|Error processing client message:"

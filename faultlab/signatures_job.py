@@ -61,12 +61,16 @@ JOB: tuple[Signature, ...] = (
       r"environment variable [A-Z_]+ expected, but not set|Could not find '[A-Z_]+' in the \w+ environment"
       r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
       r"|SLURM_(?:PROCID|LOCALID|NTASKS|NODEID|JOB_ID)|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)'"
-      r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)", "culprit",
+      r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
+      # A KeyError's message alone, where a paste lost the "KeyError: " before it.
+      r"|^\s*'(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT)'\s*$",
+      "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
       "colossalai run), or the launcher variables were wiped.",
       literals=("expected, but not set", "Could not find '", "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: "
                 "'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
-                "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error("),
+                "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "RANK'",
+                "SIZE'", "MASTER_ADDR'", "MASTER_PORT'"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
     # A trace cut before its message says less than the message would: it counts as a side effect, so
     # any primary sign (the device error of set_device(int(os.environ["LOCAL_RANK"]))) outranks it.
@@ -77,6 +81,13 @@ JOB: tuple[Signature, ...] = (
       "variable was missing (no launcher).",
       literals=("environ['", 'environ["', "getenv(", "environ.get("), suggests=("no-launcher",),
       family="launcher-variable", effect="side", specificity=0.9),
+    S("main-process-barrier", "A rank's trace stopped where ranks wait for the main process to finish alone",
+      r"main_process_first\(|torch_distributed_zero_first\(|wait_for_everyone\(\)", "victim",
+      "transformers' main_process_first, accelerate's wait_for_everyone, YOLO's torch_distributed_zero_first: "
+      "the other ranks wait in a barrier while rank 0 preprocesses or downloads; past the process group's "
+      "timeout (30 minutes by default) they fail there. Rank 0 is slow, not broken.",
+      literals=("main_process_first(", "zero_first(", "wait_for_everyone()"),
+      suggests=("straggler-rank", "rank-crash"), family="waiting", specificity=0.6),
     S("default-group-missing", "A collective ran before any process group existed",
       r"Default process group has not been initialized", "culprit",
       "Distributed code ran in a process where init_process_group never ran: most often a script meant for "

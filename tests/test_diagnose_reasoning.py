@@ -1,6 +1,7 @@
 """diagnose decides from facts around a line, not its wording alone: rules, side effects,
 absence, cross-rank comparison, calibrated confidence; and the command's behaviour for scripts."""
 
+import collections
 import os
 
 import pytest
@@ -224,3 +225,33 @@ def test_a_failing_rank_past_one_nodes_processes_used_its_global_rank(tmp_path):
     found = _diagnose(tmp_path, "torchrun --nproc_per_node=8 train.py\n"
                                 "[rank6]: RuntimeError: CUDA error: invalid device ordinal\n")
     assert found.causes[0].cause == "too-few-gpus"
+
+
+def test_drills_in_the_store_add_causes_but_never_reorder_the_catalogs(tmp_path):
+    # A store where one scenario's run was repeated: a new user's `make run`, many times over.
+    log = tmp_path / "job.log"
+    log.write_text("[rank0]: torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /default_pg/0//cpu//0/3\n")
+    plain = diagnose.diagnose([log]).causes
+    learned = {"store-wait-timeout": collections.Counter({"wrong-master-port": 50, "firewall": 3})}
+    with_store = diagnose.diagnose([log], learned).causes
+    assert [c.cause for c in with_store][:len(plain)] == [c.cause for c in plain]
+    assert "firewall" in [c.cause for c in with_store]
+
+
+def test_a_keyerror_message_without_its_prefix_reads_as_a_missing_launcher_variable(tmp_path):
+    found = _diagnose(tmp_path, "'LOCAL_RANK'\n\nDuring handling of the above exception, another exception occurred:\n"
+                                '    th.cuda.set_device(int(os.environ["LOCAL_RANK"]))\n')
+    assert found.causes[0].cause == "no-launcher"
+
+
+def test_ranks_stopped_in_a_main_process_barrier_read_as_a_late_rank_0(tmp_path):
+    found = _diagnose(tmp_path, '    with training_args.main_process_first(desc="dataset map tokenization"):\n'
+                                '  File "/usr/lib/python3.8/contextlib.py", line 113, in __enter__\n')
+    assert found.causes[0].cause == "straggler-rank"
+    assert found.causes[0].confidence < 0.9
+
+
+def test_nccls_bootstrap_names_the_rank_whose_unique_id_never_came(tmp_path):
+    found = _diagnose(tmp_path, "[7] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+                                "key-value store by key '0', but store->get('0') got error: Socket Timeout\n")
+    assert found.culprit == 0
