@@ -78,11 +78,24 @@ def cluster_job_script(reference: str, slurm, options: RunOptions) -> str:
                                extra_env=DEBUG_KNOBS.get(options.debug or ""))
 
 
-def preflight(store, slurm, *, nodes: int | None, ranks_per_node: int, pairs: str, timeout_s: float):
-    """The healthy experiment across a cluster's nodes, then pairs of them (slurm/preflight.py)."""
+def preflight(store, slurm, host: Host | None, *, nodes: str | None, ranks_per_node: int, pairs: str,
+              timeout_s: float, sweep: tuple[int, float] | None):
+    """The healthy experiment across a cluster's nodes, then pairs of them (slurm/preflight.py),
+    or with `host` on this host alone; each check with the bandwidth sweep `sweep` (its byte
+    and time budgets; None for none)."""
+    from .lab.sweep import SweepSettings
     from .slurm import preflight as checks
+    from .slurm.options import SlurmOptions
 
-    return checks.run(store, slurm, nodes=nodes, ranks_per_node=ranks_per_node, pairs=pairs, timeout_s=timeout_s)
+    settings = SweepSettings(max_bytes=sweep[0], seconds=sweep[1]) if sweep else None
+    if host is not None:
+        if nodes or slurm != SlurmOptions():
+            raise BadInput("--local checks this host alone: --nodes and SLURM options do not apply")
+        return checks.local_check(store, host, ranks=ranks_per_node, timeout_s=timeout_s, sweep=settings)
+    if nodes and nodes.isdigit() and int(nodes) < 2:
+        raise BadInput(f"--nodes {nodes}: preflight needs at least 2 nodes")
+    return checks.run(store, slurm, nodes=nodes, ranks_per_node=ranks_per_node, pairs=pairs, timeout_s=timeout_s,
+                      sweep=settings)
 
 
 def preflight_dict(result) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from .errors import BadInput, ExitCode, FaultlabError, exit_code_of, sigterm_raises_terminated
-from .slurm.cli import slurm_options
+from .slurm.cli import preflight_options, slurm_options
 
 
 class _Group(click.Group):
@@ -413,35 +413,30 @@ def storm(clients, stagger_ms, wave, stores, somaxconn, timeout_s, fmt):
         click.echo(report_storm.html_report(report) if fmt == "html" else report_storm.text_report(report))
 
 
-
-
 @main.command()
-@click.option("--nodes", type=click.IntRange(min=2), help="How many nodes to check (default: every usable node of "
-              "the partition, or of --nodelist).")
-@click.option("--ranks-per-node", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--pairs", type=click.Choice(["on-failure", "always", "never"]), default="on-failure", show_default=True,
-              help="When to check every pair of nodes after the run across all of them.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 600), default=30.0, show_default=True,
-              help="The process group's timeout in each check, in seconds.")
+@preflight_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @slurm_options(required=True)
 @click.pass_obj
-def preflight(session, nodes, ranks_per_node, pairs, timeout_s, as_json, slurm):
+def preflight(session, nodes, ranks_per_node, pairs, timeout_s, sweep, sweep_max_bytes, sweep_seconds, local,
+              as_json, slurm):
     """Check a SLURM cluster's nodes with the healthy experiment before a big job.
 
-    Runs the experiment across all nodes (every rank must hold N(N-1)/2 after all_reduce),
-    then, if that fails (or with --pairs always), on every pair of nodes, and names the node
-    or link at fault and why. Every check is stored as a recording (docs/cluster.md)."""
+    Runs it across all nodes (every rank must hold N(N-1)/2), then, if that fails (or with
+    --pairs always), on every pair, and names the node or link at fault and why; each check
+    sweeps all_reduce bandwidth, and a group far below the others names a slow node or link.
+    Inside salloc or an sbatch job the checks are job steps of it (docs/cluster.md)."""
     from . import app
     from .reports.preflight import preflight_report
 
-    result = app.preflight(session.store, slurm.options, nodes=nodes, ranks_per_node=ranks_per_node,
-                           pairs=pairs, timeout_s=timeout_s)
+    result = app.preflight(session.store, slurm.options, session.host if local else None, nodes=nodes,
+                           ranks_per_node=ranks_per_node, pairs=pairs, timeout_s=timeout_s,
+                           sweep=(sweep_max_bytes, sweep_seconds) if sweep else None)
     if as_json:
         _emit_json(app.preflight_dict(result))
     else:
         click.echo(preflight_report(result))
-    sys.exit(int(ExitCode.OK if result.healthy else ExitCode.NOT_REPRODUCED))
+    sys.exit(int(ExitCode.OK if result.passed else ExitCode.NOT_REPRODUCED))
 
 
 if __name__ == "__main__":

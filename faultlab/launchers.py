@@ -25,6 +25,7 @@ from .errors import BadInput, EnvironmentProblem
 from .host import Host, environment
 from .lab.plan import build_plan
 from .lab.recorded_files import write_recorded
+from .lab.sweep import SweepSettings
 from .records import RECORDING_FORMAT, Capture, Comparison, Environment, Recording, Symptom
 from .scenario import Scenario
 
@@ -109,6 +110,13 @@ class LiveLauncher:
     `healthy_backend`; the baseline and the launch are the same for all."""
 
     live = True
+    # The all_reduce bandwidth sweep every launch adds to the program (preflight), or None.
+    sweep: SweepSettings | None = None
+
+    def topology(self, scenario: Scenario) -> str:
+        """The key of this launcher's baselines: a check with the sweep is a baseline of its own
+        ('2x1-sweep'), never the baseline of a run without it (its times include the sweep)."""
+        return topology_name(scenario) + ("-sweep" if self.sweep else "")
 
     def environment(self) -> Environment:
         raise NotImplementedError
@@ -123,7 +131,7 @@ class LiveLauncher:
     def baseline(self, scenario: Scenario, backend: str, store, options: RunOptions) -> Recording:
         """The healthy run of the scenario's topology: the stored one, or run live now."""
         backend, why = self.healthy_backend(scenario, backend)
-        topology, env = topology_name(scenario), self.environment()
+        topology, env = self.topology(scenario), self.environment()
         if not options.fresh_baseline:
             cached = store.latest_baseline(topology, backend, env.torch, env.host)
             if cached is not None and cached.reproduced:
@@ -172,7 +180,8 @@ class LocalLauncher(LiveLauncher):
         from .flight_recorder.torch_analyzer import with_torch_analysis
         from .lab.launch import launch
 
-        plan = build_plan(scenario, backend, healthy=healthy, host_gpus=self.host.gpus, extra_env=extra_env)
+        plan = build_plan(scenario, backend, healthy=healthy, host_gpus=self.host.gpus, extra_env=extra_env,
+                          sweep=self.sweep)
         capture = launch(plan, keep_logs=keep_logs)
         return capture if healthy else with_torch_analysis(capture)
 

@@ -149,3 +149,31 @@ def test_without_slurm_commands_the_run_says_so(cli, monkeypatch, tmp_path):
     result = cli("run", "healthy", "--slurm", "--shared-dir", tmp_path / "shared")
     assert result.exit_code == 3 and "not installed" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "shared").exists()
+
+
+def test_the_job_sets_its_port_after_clearing_an_outer_jobs_variables():
+    """MASTER_PORT is among the variables a job run from inside another job clears: it must be set after."""
+    for text in (render("healthy"), render_step()):
+        assert text.index("unset MASTER_ADDR MASTER_PORT") < text.index("\nMASTER_PORT=") < text.index("\nsrun ")
+
+
+def render_step() -> str:
+    plan = build_plan(scenarios.resolve("healthy"), "gloo", cluster_env=OPTIONS.env_dict)
+    step = script.StepTarget("41", ("n3", "n5"), "faultlab-x-r1", script.step_port("41", 2))
+    return script.render(plan, OPTIONS, run_dir="/shared/runs/x", run_id="r1", title="t", job_name="faultlab-x",
+                         step=step)
+
+
+def test_a_step_script_runs_srun_in_the_allocation_on_its_nodes():
+    text = render_step()
+    assert "#SBATCH" not in text
+    srun = next(line for line in text.splitlines() if line.startswith("srun "))
+    for argument in ("--jobid=41", "--job-name=faultlab-x-r1", "--nodes=2", "--ntasks=2", "--nodelist=n3,n5",
+                     "--overlap", "--ntasks-per-node=1", "--cpu-bind=none"):
+        assert argument in srun.split()
+    assert "JOB_ID=41" in text and "NODES=n3,n5" in text and f"MASTER_PORT={29500 + 43}" in text
+
+
+def test_the_script_takes_the_store_host_from_its_own_nodes():
+    assert 'first_node=$(scontrol show hostnames "$NODES" | head -n 1)' in render("healthy")
+    assert "NODES=$SLURM_JOB_NODELIST" in render("healthy")

@@ -13,6 +13,8 @@ from ..scenario import Scenario
 from . import netns
 from .draft import NodeDraft, PlanDraft
 from .program import PROGRAM_NAME, render_program
+from .sweep import SweepSettings
+from .sweep import patch as sweep_patch
 
 LOOPBACK = "127.0.0.1"
 
@@ -152,13 +154,16 @@ def build_plan(
     host_gpus: int = 0,
     extra_env: dict[str, str] | None = None,
     cluster_env: dict[str, str] | None = None,
+    sweep: SweepSettings | None = None,
 ) -> LaunchPlan:
     """The launch of `scenario` on `backend`; `healthy` leaves every fault out (the baseline).
 
     `cluster_env`, for nodes of a real cluster: every node's environment instead of this
     machine's loopback; the scheduler gives each node its GPUs, and every worker is a fresh
-    interpreter started by torchrun."""
+    interpreter started by torchrun. `sweep` adds the all_reduce bandwidth sweep to the
+    program (healthy or not) and its time budget to the deadline."""
     draft = _draft(scenario, backend, healthy, extra_env, cluster_env)
+    patches = tuple(draft.patches) + ((sweep_patch(sweep),) if sweep else ())
     if backend == "nccl" and cluster_env is None:
         if host_gpus < 1:
             raise EnvironmentProblem("the nccl backend needs a GPU; this host has none")
@@ -171,7 +176,7 @@ def build_plan(
     startup = 0.0 if fork else EXEC_STARTUP_ALLOWANCE_S
     return LaunchPlan(
         backend=backend,
-        program=render_program(backend, scenario.timeout_s, tuple(draft.patches)),
+        program=render_program(backend, scenario.timeout_s, patches),
         nodes=tuple(
             NodeLaunch(
                 index=index,
@@ -188,7 +193,7 @@ def build_plan(
         ),
         timeout_s=scenario.timeout_s,
         deadline_s=(scenario.deadline_s or scenario.timeout_s + HANG_GRACE_S) + startup
-        + max(node.start_delay_s for node in draft.nodes),
+        + max(node.start_delay_s for node in draft.nodes) + (sweep.seconds if sweep else 0.0),
         occupy_master_port=draft.occupy_master_port,
         launcher=draft.launcher,
         worker_start="fork" if fork else "exec",

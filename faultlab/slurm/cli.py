@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import BadInput
-from .options import SlurmOptions, check_time, load_config, parse_env
+from .options import SlurmOptions, check_jobid, check_time, load_config, parse_env
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,9 +35,11 @@ _OPTIONS = (
                  help="Environment of every node, e.g. GLOO_SOCKET_IFNAME=eth0 (repeatable)."),
     click.option("--shared-dir", type=click.Path(file_okay=False, path_type=Path),
                  help="A directory every node sees, for run directories (default ~/.cache/faultlab/slurm-runs)."),
+    click.option("--jobid", help="Run as job steps of this allocation you hold (srun --jobid), not new sbatch jobs "
+                 "(preflight inside salloc or an sbatch job uses its own)."),
 )
 _NAMES = ("use_slurm", "slurm_config", "partition", "account", "time_limit", "gpus_per_node", "nodelist", "exclude",
-          "sbatch_args", "srun_args", "slurm_env", "shared_dir")
+          "sbatch_args", "srun_args", "slurm_env", "shared_dir", "jobid")
 
 
 def slurm_request(values: dict, print_script: bool = False, required: bool = False) -> SlurmRequest | None:
@@ -58,6 +60,7 @@ def slurm_request(values: dict, print_script: bool = False, required: bool = Fal
         nodelist=values["nodelist"], exclude=values["exclude"], shared_dir=values["shared_dir"],
         sbatch_args=base.sbatch_args + tuple(values["sbatch_args"]),
         srun_args=base.srun_args + tuple(values["srun_args"]), env=tuple(sorted(env.items())),
+        jobid=check_jobid(values["jobid"], "--jobid") if values["jobid"] else None,
     )
     return SlurmRequest(options, print_script)
 
@@ -83,3 +86,39 @@ def slurm_options(print_script: bool = False, required: bool = False):
         return decorated
 
     return decorate
+
+
+def _byte_count(context, parameter, value):
+    from ..lab.sweep import parse_bytes
+
+    parsed = parse_bytes(value)
+    if parsed is None or parsed < 8:
+        raise BadInput(f"--sweep-max-bytes: {value!r} is not a size of at least 8 bytes (e.g. 65536, 64K, 64M)")
+    return parsed
+
+
+_PREFLIGHT_OPTIONS = (
+    click.option("--nodes", metavar="N|NODES", help="The first N nodes (N >= 2), or these nodes ('n1,n3', "
+                 "'n[1-2]'); default: every usable node of the partition, of --nodelist, or of the allocation."),
+    click.option("--ranks-per-node", type=click.IntRange(min=1), default=1, show_default=True),
+    click.option("--pairs", type=click.Choice(["on-failure", "always", "never"]), default="on-failure",
+                 show_default=True, help="When to check every pair of nodes after the run across all of them "
+                 "(always: to compare their bandwidth)."),
+    click.option("--timeout", "timeout_s", type=click.FloatRange(1, 600), default=30.0, show_default=True,
+                 help="The process group's timeout in each check, in seconds."),
+    click.option("--sweep/--no-sweep", default=True, show_default=True,
+                 help="Measure all_reduce bandwidth over a sweep of sizes in each check (algbw, busbw)."),
+    click.option("--sweep-max-bytes", default="64M", show_default=True, callback=_byte_count,
+                 help="The sweep's largest message: sizes double from 8 B up to it (e.g. 65536, 64K, 64M)."),
+    click.option("--sweep-seconds", type=click.FloatRange(0.1, 600), default=10.0, show_default=True,
+                 help="The sweep's time budget in each check: it stops before a size that would overrun it."),
+    click.option("--local", is_flag=True, help="Check this host alone, without SLURM: --ranks-per-node ranks "
+                 "under torch's launcher, on nccl with a GPU each, else gloo."),
+)
+
+
+def preflight_options(command):
+    """The options of `faultlab preflight` besides the SLURM ones."""
+    for option in reversed(_PREFLIGHT_OPTIONS):
+        command = option(command)
+    return command

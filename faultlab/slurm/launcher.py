@@ -1,7 +1,8 @@
 """SlurmLauncher: the scenario live on a SLURM cluster's nodes, as a member of the launcher seam.
 
 One sbatch job per launch: as many nodes as the scenario's topology, one srun task per
-node, each running torchrun with its slice of the faults (script.py). faultlab waits for
+node, each running torchrun with its slice of the faults (script.py). Given an allocation
+(`jobid`), each launch is a job step of it instead (steps.py), on `nodelist` or its first nodes. faultlab waits for
 every node's launcher to finish, or for the run's deadline (counted from the moment the
 job starts, not from its time in the queue), then reads the shared run directory into an
 ordinary Capture. The job is cancelled at the deadline, on Ctrl-C or SIGTERM and on any
@@ -27,7 +28,7 @@ from ..lab.supervise import sigterm_as_interrupt
 from ..launchers import LiveLauncher
 from ..records import Capture, Environment
 from ..scenario import Scenario
-from . import scheduler, script
+from . import scheduler, script, steps
 from .options import SlurmOptions
 
 FILE_POLL_S = 0.1  # how often the shared directory is looked at
@@ -39,7 +40,7 @@ SHARED_FS_GRACE_S = 5.0  # a finished job's last files may take this long to sho
 class JobRun:
     """One submitted job, as far as faultlab followed it."""
 
-    job_id: str
+    label: str  # "SLURM job 12", "SLURM step 12.3"
     record: dict  # job.json: start time, node list, master address and port
     hit_deadline: bool
     end_t: float  # seconds from the job's start to the end of the wait
@@ -51,6 +52,7 @@ class SlurmLauncher(LiveLauncher):
         self._cluster: str | None = None
         self._node_facts: dict | None = None  # node 0's facts from the latest run
         self.last_hosts: dict[int, str] = {}  # node index -> SLURM node name, in the latest run
+        self._steps = 0  # steps started in the allocation so far (each gets its own port)
 
     # --- what runs -------------------------------------------------------------------------
 
@@ -73,15 +75,35 @@ class SlurmLauncher(LiveLauncher):
         problem = script.refusal(scenario) if not healthy else None
         if problem:
             raise EnvironmentProblem(problem)
-        return build_plan(scenario, backend, healthy=healthy, extra_env=extra_env, cluster_env=self.options.env_dict)
+        return build_plan(scenario, backend, healthy=healthy, extra_env=extra_env, cluster_env=self.options.env_dict,
+                          sweep=self.sweep)
 
     def job_script(self, scenario: Scenario, backend: str, run_dir: RunDir, run_id: str,
                    healthy: bool = False, extra_env: dict[str, str] | None = None) -> str:
-        return self._render(scenario, self.plan(scenario, backend, healthy, extra_env), healthy, run_dir, run_id)
+        plan = self.plan(scenario, backend, healthy, extra_env)
+        return self._render(scenario, plan, healthy, run_dir, run_id, self._step(plan, scenario, run_id))
 
-    def _render(self, scenario: Scenario, plan: LaunchPlan, healthy: bool, run_dir: RunDir, run_id: str) -> str:
+    def _render(self, scenario: Scenario, plan: LaunchPlan, healthy: bool, run_dir: RunDir, run_id: str,
+                step: script.StepTarget | None) -> str:
         return script.render(plan, self.options, run_dir=str(run_dir.root), run_id=run_id,
-                             title=_title(scenario, healthy), job_name=f"faultlab-{scenario.id}")
+                             title=_title(scenario, healthy), job_name=f"faultlab-{scenario.id}", step=step)
+
+    def _step(self, plan: LaunchPlan, scenario: Scenario, run_id: str) -> script.StepTarget | None:
+        """Where the launch runs as a step of the allocation (None: a job of its own)."""
+        job_id = self.options.jobid
+        if job_id is None:
+            return None
+        held = scheduler.job_nodes(job_id)
+        nodes = scheduler.expand_nodelist(self.options.nodelist) if self.options.nodelist else held
+        outside = [node for node in nodes if node not in held]
+        if outside:
+            raise EnvironmentProblem(f"{', '.join(outside)}: not in allocation {job_id} ({', '.join(held)})")
+        if len(nodes) < len(plan.nodes):
+            raise EnvironmentProblem(f"allocation {job_id} has {len(nodes)} node(s) to use; the run needs "
+                                     f"{len(plan.nodes)}")
+        self._steps += 1
+        return script.StepTarget(job_id, tuple(nodes[:len(plan.nodes)]), f"faultlab-{scenario.id}-{run_id}",
+                                 script.step_port(job_id, self._steps))
 
     def new_run_dir(self, scenario: Scenario) -> tuple[RunDir, str]:
         run_id = uuid.uuid4().hex[:12]
@@ -113,8 +135,10 @@ class SlurmLauncher(LiveLauncher):
         run_dir, run_id = self.new_run_dir(scenario)
         try:
             run_dir.ranks.mkdir(parents=True)
-            run_dir.job_script.write_text(self._render(scenario, plan, healthy, run_dir, run_id), encoding="utf-8")
-            job = self._run_job(plan, run_dir)
+            step = self._step(plan, scenario, run_id)
+            run_dir.job_script.write_text(self._render(scenario, plan, healthy, run_dir, run_id, step),
+                                          encoding="utf-8")
+            job = self._run_job(plan, run_dir, step)
             return self._read(plan, run_dir, job)
         finally:
             if keep_logs is not None:
@@ -123,18 +147,21 @@ class SlurmLauncher(LiveLauncher):
 
     # --- one job -----------------------------------------------------------------------------
 
-    def _run_job(self, plan: LaunchPlan, run_dir: RunDir) -> JobRun:
+    def _run_job(self, plan: LaunchPlan, run_dir: RunDir, step: script.StepTarget | None) -> JobRun:
+        started = (steps.started(run_dir.job_script, run_dir.job_output, step.job_id, step.name) if step
+                   else scheduler.submitted(run_dir.job_script, run_dir.job_output))
         try:
-            with sigterm_as_interrupt(), scheduler.submitted(run_dir.job_script, run_dir.job_output) as job_id:
-                record = self._wait_for_start(job_id, run_dir)
-                hit_deadline, end_t = self._wait_for_end(job_id, run_dir, plan, record["t"])
+            with sigterm_as_interrupt(), started as job:
+                record = self._wait_for_start(job, run_dir)
+                hit_deadline, end_t = self._wait_for_end(job, run_dir, plan, record["t"])
                 if hit_deadline:
-                    scheduler.cancel(job_id)
-                return JobRun(job_id, record, hit_deadline, end_t)
+                    job.cancel()
+                return JobRun(job.label, record, hit_deadline, end_t)
         except KeyboardInterrupt:
-            raise Interrupted("interrupted: the SLURM job was cancelled and has left the queue") from None
+            what = "step was cancelled" if step else "job was cancelled"
+            raise Interrupted(f"interrupted: the SLURM {what} and has left the queue") from None
 
-    def _wait_for_start(self, job_id: str, run_dir: RunDir) -> dict:
+    def _wait_for_start(self, job, run_dir: RunDir) -> dict:
         """job.json, once the job runs; EnvironmentProblem if it ends first or waits too long."""
         give_up = time.monotonic() + self.options.queue_timeout_s
         next_ask = 0.0
@@ -144,21 +171,21 @@ class SlurmLauncher(LiveLauncher):
                 return record
             now = time.monotonic()
             if now >= next_ask:
-                state = scheduler.state(job_id)
+                state = job.state()
                 if state is None or state in ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "COMPLETED"):
                     time.sleep(SHARED_FS_GRACE_S if state is None else 0)
                     record = _read_json(run_dir.job_record)
                     if record:
                         return record
-                    raise EnvironmentProblem(f"SLURM job {job_id} ended before it started the run: "
+                    raise EnvironmentProblem(f"{job.label} ended before it started the run: "
                                              f"{_tail(run_dir.job_output) or 'no output'}")
                 next_ask = now + QUEUE_POLL_S
             if now >= give_up:
-                raise EnvironmentProblem(f"SLURM job {job_id} did not start within {self.options.queue_timeout_s:.0f} s "
+                raise EnvironmentProblem(f"{job.label} did not start within {self.options.queue_timeout_s:.0f} s "
                                          "(still queued); it was cancelled")
             time.sleep(FILE_POLL_S)
 
-    def _wait_for_end(self, job_id: str, run_dir: RunDir, plan: LaunchPlan, t0: float) -> tuple[bool, float]:
+    def _wait_for_end(self, job, run_dir: RunDir, plan: LaunchPlan, t0: float) -> tuple[bool, float]:
         """(hit the deadline, seconds since the job started) once every node's launcher ended,
         the job left the queue, or the deadline came."""
         next_ask, gone_at = 0.0, None
@@ -169,7 +196,7 @@ class SlurmLauncher(LiveLauncher):
                 return True, time.time() - t0
             now = time.monotonic()
             if gone_at is None and now >= next_ask:
-                if scheduler.state(job_id) in (None, "COMPLETING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"):
+                if job.state() in (None, "COMPLETING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"):
                     gone_at = now
                 next_ask = now + QUEUE_POLL_S
             if gone_at is not None and now >= gone_at + SHARED_FS_GRACE_S:
@@ -191,7 +218,7 @@ class SlurmLauncher(LiveLauncher):
             t0=t0, end_t=job.end_t, hit_deadline=job.hit_deadline, master_port=master_port,
             agent_exits={index: (done["code"] if done else None) for index, done in exits.items()},
             agent_exit_times=exit_times,
-            network=(f"SLURM job {job.job_id} on {', '.join(hosts.values())} (cluster {self.cluster()}, "
+            network=(f"{job.label} on {', '.join(hosts.values())} (cluster {self.cluster()}, "
                      f"partition {self.options.partition or 'default'}); store at "
                      f"{job.record.get('master_addr')}:{master_port}"),
         )

@@ -44,6 +44,7 @@ class SlurmOptions:
     shared_dir: Path = dataclasses.field(default_factory=default_shared_dir)
     python: str = sys.executable  # the same path on every node, with torch and faultlab
     queue_timeout_s: float = 600.0  # give up (and cancel) if the job has not started by then
+    jobid: str | None = None  # an allocation to run each launch in as a job step, instead of a job of its own
 
     def merged(self, **overrides) -> "SlurmOptions":
         """These options with every override that is not None (or empty) applied."""
@@ -76,6 +77,12 @@ def _args(value, where: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
     raise BadInput(f"{where}: expected a list of arguments or one string")
+
+
+def check_jobid(value: str, where: str) -> str:
+    if not value.isdigit():
+        raise BadInput(f"{where}: {value!r} is not a SLURM job id (digits, as squeue shows it)")
+    return value
 
 
 def check_time(value: str, where: str) -> str:

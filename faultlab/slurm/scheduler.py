@@ -2,7 +2,8 @@
 
 A submitted job is always cancelled and waited out of squeue before faultlab returns,
 whatever happens (the end of the run, its deadline, Ctrl-C, an error): `submitted` is a
-context manager that guarantees it.
+context manager that guarantees it, and yields a `Job` (steps.py has the same for a job
+step inside an allocation).
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def cancel(job_id: str) -> None:
     _run("scancel", job_id)
 
 
+def job_steps(job_id: str) -> dict[str, str]:
+    """The job's steps squeue lists: step name -> 'JOB.STEP'."""
+    done = _run("squeue", "--noheader", "--steps", f"--jobs={job_id}", "--format=%i %j")
+    return {fields[1]: fields[0] for fields in map(str.split, done.stdout.splitlines()) if len(fields) == 2}
+
+
 def wait_until_gone(job_id: str, limit_s: float = LEAVE_QUEUE_S) -> None:
     end = time.monotonic() + limit_s
     while state(job_id) is not None:
@@ -74,13 +81,27 @@ def wait_until_gone(job_id: str, limit_s: float = LEAVE_QUEUE_S) -> None:
         time.sleep(POLL_S)
 
 
+class Job:
+    """A batch job faultlab submitted, as the launcher follows it."""
+
+    def __init__(self, job_id: str) -> None:
+        self.id = job_id
+        self.label = f"SLURM job {job_id}"
+
+    def state(self) -> str | None:
+        return state(self.id)
+
+    def cancel(self) -> None:
+        cancel(self.id)
+
+
 @contextlib.contextmanager
 def submitted(script: Path, output: Path):
-    """Submit; yield the job id; on the way out (however it comes) cancel the job unless it
+    """Submit; yield the Job; on the way out (however it comes) cancel the job unless it
     already left, and wait until squeue no longer lists it."""
     job_id = submit(script, output)
     try:
-        yield job_id
+        yield Job(job_id)
     finally:
         with contextlib.suppress(EnvironmentProblem):
             if state(job_id) not in (None, "COMPLETED", "COMPLETING"):
@@ -104,6 +125,17 @@ def expand_nodelist(nodelist: str) -> list[str]:
     if done.returncode != 0:
         raise EnvironmentProblem(f"scontrol cannot expand the node list {nodelist!r}: {_first_line(done)}")
     return done.stdout.split()
+
+
+def job_nodes(job_id: str) -> list[str]:
+    """The nodes of a running job (an allocation faultlab runs steps in)."""
+    done = _run("squeue", "--noheader", f"--jobs={job_id}", "--format=%T %N")
+    fields = done.stdout.split()
+    if done.returncode != 0 or not fields:
+        raise EnvironmentProblem(f"SLURM job {job_id} is not in the queue: {_first_line(done)}")
+    if fields[0] != "RUNNING" or len(fields) < 2:
+        raise EnvironmentProblem(f"SLURM job {job_id} is {fields[0]}, not running: no nodes to run steps on")
+    return expand_nodelist(fields[1])
 
 
 def partition_nodes(partition: str | None) -> list[str]:

@@ -12,6 +12,7 @@ Pure: text in, text out. Nothing here submits anything.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shlex
 
@@ -49,6 +50,27 @@ REFUSED = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class StepTarget:
+    """Where a launch runs as a job step of an allocation instead of a job of its own."""
+
+    job_id: str
+    nodes: tuple[str, ...]
+    name: str  # the step's name, unique per run: how squeue tells it apart
+    master_port: int  # steps share their allocation's id: each gets a port of its own
+
+    def srun_args(self) -> list[str]:
+        return [f"--jobid={self.job_id}", f"--job-name={self.name}", f"--nodes={len(self.nodes)}",
+                f"--ntasks={len(self.nodes)}", f"--nodelist={','.join(self.nodes)}",
+                # Shares the allocation's CPUs with its other steps (a batch script's own, say).
+                "--overlap"]
+
+
+def step_port(job_id: str, ordinal: int) -> int:
+    """MASTER_PORT of the allocation's `ordinal`-th step faultlab runs, in the batch jobs' range."""
+    return PORT_BASE + (int(job_id) + ordinal) % PORT_SPAN
+
+
 def refusal(scenario: Scenario) -> str | None:
     """Why `scenario` cannot run on a SLURM cluster, or None if every fault can be applied."""
     for fault in scenario.faults:
@@ -77,6 +99,12 @@ def sbatch_lines(plan: LaunchPlan, options: SlurmOptions, job_name: str) -> list
         lines.append(f"--gpus-per-node={options.gpus_per_node}")
     lines.extend(options.sbatch_args)
     return [f"#SBATCH {shlex.quote(line)}" for line in lines]
+
+
+def _batch_head() -> list[str]:
+    """A batch job's id, nodes and MASTER_PORT (fixed per job: jobs sharing a node do not collide)."""
+    return ["JOB_ID=$SLURM_JOB_ID NODES=$SLURM_JOB_NODELIST",
+            f"MASTER_PORT=$(({PORT_BASE} + SLURM_JOB_ID % {PORT_SPAN}))"]
 
 
 def _split_env(plan: LaunchPlan) -> tuple[dict[str, str], list[dict[str, str]]]:
@@ -139,8 +167,9 @@ def node_script(plan: LaunchPlan, extra_env: list[dict[str, str]]) -> list[str]:
 
 
 def render(plan: LaunchPlan, options: SlurmOptions, *, run_dir: str, run_id: str, title: str,
-           job_name: str) -> str:
-    """The sbatch script of `plan`, writing everything under `run_dir`."""
+           job_name: str, step: StepTarget | None = None) -> str:
+    """The sbatch script of `plan`, writing everything under `run_dir`; with `step`, the
+    script faultlab runs itself to start the launch as a step of that allocation."""
     if len({node.index for node in plan.nodes}) != len(plan.nodes):
         raise EnvironmentProblem("a plan's nodes must have distinct indexes")
     common, extra = _split_env(plan)
@@ -149,15 +178,15 @@ def render(plan: LaunchPlan, options: SlurmOptions, *, run_dir: str, run_id: str
         if delimiter in text.splitlines():
             raise EnvironmentProblem(f"the job's text contains its own heredoc delimiter {delimiter}")
     unset = " ".join(LAUNCHER_OWNED_ENV)
-    srun = " ".join(["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=0", *map(shlex.quote, options.srun_args),
-                     f'bash "{IN_JOB.node_script}"'])
+    srun = " ".join(["srun", *(step.srun_args() if step else []), "--ntasks-per-node=1", "--kill-on-bad-exit=0",
+                     *map(shlex.quote, options.srun_args), f'bash "{IN_JOB.node_script}"'])
     return "\n".join([
         "#!/bin/bash",
         f"# faultlab: {title}",
         "# Each node runs torch's own launcher (torchrun) with its slice of the scenario; every rank's",
         "# output and phase events go to RUN_DIR, a directory every node must see. faultlab reads it",
         "# back when the job ends; after a job you submitted yourself: faultlab diagnose \"$RUN_DIR\".",
-        *sbatch_lines(plan, options, job_name),
+        *(_step_comment(step) if step else sbatch_lines(plan, options, job_name)),
         "set -uo pipefail",
         "",
         f"RUN_DIR={shlex.quote(run_dir)}",
@@ -167,10 +196,10 @@ def render(plan: LaunchPlan, options: SlurmOptions, *, run_dir: str, run_id: str
         f"unset {unset}",
         "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}",
         *_exports(common),
+        *(_step_head(step) if step else _batch_head()),
         "# The store lives on the job's first node: its address as SLURM knows it (no name to resolve).",
-        'first_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        'first_node=$(scontrol show hostnames "$NODES" | head -n 1)',
         "MASTER_ADDR=$(scontrol show node \"$first_node\" | sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')",
-        f"MASTER_PORT=$(({PORT_BASE} + SLURM_JOB_ID % {PORT_SPAN}))",
         "export MASTER_ADDR MASTER_PORT",
         "",
         f'mkdir -p "{IN_JOB.ranks}"',
@@ -181,7 +210,21 @@ def render(plan: LaunchPlan, options: SlurmOptions, *, run_dir: str, run_id: str
         *node_lines,
         "FAULTLAB_NODE",
         "printf '{\"t\": %s, \"job\": \"%s\", \"nodes\": \"%s\", \"master_addr\": \"%s\", \"master_port\": %d}\\n' \\",
-        f'    "$(date +%s.%N)" "$SLURM_JOB_ID" "$SLURM_JOB_NODELIST" "$MASTER_ADDR" "$MASTER_PORT" >"{IN_JOB.job_record}"',
+        f'    "$(date +%s.%N)" "$JOB_ID" "$NODES" "$MASTER_ADDR" "$MASTER_PORT" >"{IN_JOB.job_record}"',
         srun,
         "",
     ])
+
+
+def _step_comment(step: StepTarget) -> list[str]:
+    return [f"# Run by faultlab (bash, not sbatch) as a job step of allocation {step.job_id} on "
+            f"{','.join(step.nodes)}: srun --jobid."]
+
+
+def _step_head(step: StepTarget) -> list[str]:
+    """The step's allocation, nodes and port."""
+    return [
+        f"JOB_ID={step.job_id}",
+        f"NODES={shlex.quote(','.join(step.nodes))}",
+        f"MASTER_PORT={step.master_port}",
+    ]
