@@ -2,7 +2,9 @@
 network namespaces on this machine), through sbatch and srun. Needs root and SLURM's
 packages (scripts/system-packages installs them); skipped, naming what is missing, without."""
 
+import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -16,6 +18,7 @@ import pytest
 from conftest import ROOT, TEST_SCENARIOS, load
 
 from faultlab import app
+from faultlab.lab.sweep import SweepSettings
 from faultlab.launchers import RunOptions
 from faultlab.slurm import preflight, scheduler
 from faultlab.slurm.options import load_config
@@ -83,6 +86,11 @@ def slurm(cluster, tmp_path):
 
 
 def _queue_is_empty():
+    """No job in squeue and no process in any node but its slurmd (a job that just ended, such
+    as salloc's, may still be COMPLETING for SLURM's KillWait)."""
+    end = time.monotonic() + scheduler.LEAVE_QUEUE_S
+    while scheduler._run("squeue", "--noheader").stdout.strip() and time.monotonic() < end:
+        time.sleep(0.2)
     assert scheduler._run("squeue", "--noheader").stdout.strip() == ""
     assert _node_processes() == {}
 
@@ -130,6 +138,88 @@ def test_preflight_names_a_node_whose_interface_is_wrong(slurm, store):
     _queue_is_empty()
 
 
+@contextlib.contextmanager
+def _allocation():
+    """An allocation of every node (a batch job that only sleeps), cancelled on the way out."""
+    job_id = scheduler._run("sbatch", "--parsable", f"--nodes={len(NODES)}", "--output=/dev/null",
+                            "--wrap=sleep 600").stdout.strip()
+    try:
+        end = time.monotonic() + 30
+        while scheduler.state(job_id) != "RUNNING":
+            assert time.monotonic() < end, "the allocation never started"
+            time.sleep(0.2)
+        yield job_id
+    finally:
+        scheduler.cancel(job_id)
+        scheduler.wait_until_gone(job_id)
+
+
+def _faultlab() -> str:
+    return str(Path(sys.executable).parent / "faultlab")
+
+
+def test_preflight_inside_salloc_names_the_slow_node_by_bandwidth(cluster, tmp_path):
+    """Inside salloc the checks are job steps of it; n2's link shaped to 100 Mbit/s stands out."""
+    broken = _cluster("break", "n2", "slow", "100mbit")
+    assert broken.returncode == 0, broken.stderr
+    try:
+        done = subprocess.run(
+            ["salloc", f"--nodes={len(NODES)}", _faultlab(), "--db", str(tmp_path / "db"), "preflight",
+             "--slurm-config", f"{STATE}/faultlab.yaml", "--shared-dir", str(tmp_path / "shared"), "--timeout", "5",
+             "--pairs", "always", "--sweep-max-bytes", "16M", "--sweep-seconds", "2", "--json"],
+            capture_output=True, text=True, timeout=150)
+    finally:
+        _cluster("mend", "n2")
+    result = json.loads(done.stdout)
+    assert done.returncode == 1, done.stderr  # healthy, but not fit: a slow node
+    assert result["healthy"] and result["allocation"] and result["allocation"] in done.stderr
+    assert result["bandwidth"]["slow_nodes"] == ["n2"] and result["bandwidth"]["slow_links"] == []
+    assert [check["nodes"] for check in result["checks"]] == [list(NODES), ["n1", "n2"], ["n1", "n3"], ["n2", "n3"]]
+    for check in result["checks"]:
+        assert check["sweep"]["ranks"] == len(check["nodes"]) and check["sweep"]["points"][0]["bytes"] == 8
+    fast = result["checks"][2]["sweep"]
+    assert fast["ending"].startswith("done") and fast["points"][-1]["bytes"] == 16 * 2 ** 20
+    _queue_is_empty()
+
+
+def test_a_step_in_an_allocation_is_cancelled_at_the_deadline(slurm, store):
+    hang = load(TEST_SCENARIOS / "hang-short.yaml")
+    from faultlab import runner
+    from faultlab.slurm.launcher import SlurmLauncher
+
+    with _allocation() as job_id:
+        launcher = SlurmLauncher(dataclasses.replace(slurm, jobid=job_id))
+        recording = runner.run_scenario(hang, store, launcher, launcher.backend(hang), RunOptions())
+        assert list(scheduler.job_steps(job_id)) == ["batch"]  # only the allocation's own
+    assert recording.capture.hit_deadline and recording.comparison.verdict == "hung"
+    assert f"SLURM step {job_id}." in recording.capture.network
+    assert all(rank.ending == "killed_at_deadline" for rank in recording.capture.ranks)
+    _queue_is_empty()
+
+
+def test_ctrl_c_cancels_the_step(cluster, tmp_path):
+    with _allocation() as job_id:
+        command = [_faultlab(), "--db", str(tmp_path / "db"), "run", str(TEST_SCENARIOS / "hang-short.yaml"),
+                   "--slurm-config", f"{STATE}/faultlab.yaml", "--shared-dir", str(tmp_path / "shared"),
+                   "--jobid", job_id]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            end = time.monotonic() + 40
+            while not [name for name in scheduler.job_steps(job_id) if name.startswith("faultlab-")]:
+                assert process.poll() is None and time.monotonic() < end, "the step never started"
+                time.sleep(0.2)
+            time.sleep(1.0)
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert process.returncode == 130, stderr
+        assert "step was cancelled" in stderr and "Traceback" not in stderr
+        assert list(scheduler.job_steps(job_id)) == ["batch"]
+    _queue_is_empty()
+
+
 def test_deadline_cancels_the_job(slurm, store):
     hang = load(TEST_SCENARIOS / "hang-short.yaml")
     from faultlab import runner
@@ -163,8 +253,9 @@ def test_ctrl_c_cancels_the_job(cluster, tmp_path):
     _queue_is_empty()
 
 
-def test_cluster_comes_down_leaving_nothing(cluster):
-    """Last: down (twice: idempotent) leaves no daemon, namespace, bridge or state; then up again."""
+def test_cluster_comes_down_leaving_nothing(cluster, tmp_path):
+    """Last: down (twice: idempotent) leaves no daemon, namespace, bridge or state; then up
+    again, and no daemon keeps a file the caller had open (a flock lock held 40 minutes once)."""
     for _ in range(2):
         done = _cluster("down")
         assert done.returncode == 0, done.stderr
@@ -174,5 +265,13 @@ def test_cluster_comes_down_leaving_nothing(cluster):
     assert not os.path.exists(STATE)
     assert subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True).returncode != 0
     assert _cluster("status").returncode == 1
-    started = _cluster("up", str(len(NODES)))  # as the module found it (the fixture takes it down if it made it)
-    assert started.returncode == 0, started.stderr
+    held = tmp_path / "held.lock"
+    with open(held, "w") as caller_file:  # open in the caller, inherited by `up` as flock's lock is
+        started = subprocess.run([str(CLUSTER), "up", str(len(NODES))], capture_output=True, text=True, timeout=120,
+                                 pass_fds=(caller_file.fileno(),))
+    assert started.returncode == 0, started.stderr  # as the module found it (the fixture takes it down if it made it)
+    daemons = subprocess.run(["pgrep", "-f", f"{STATE}/"], capture_output=True, text=True).stdout.split()
+    assert len(daemons) >= 2 + len(NODES)  # munged, slurmctld, a slurmd per node
+    for pid in daemons:
+        with contextlib.suppress(FileNotFoundError):
+            assert str(held) not in [os.path.realpath(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
