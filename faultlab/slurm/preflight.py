@@ -129,7 +129,7 @@ def _check(store, launcher: LiveLauncher, group: tuple[str, ...], ranks_per_node
     scenario = _scenario(len(group), ranks_per_node, timeout_s)
     with tempfile.TemporaryDirectory(prefix="faultlab-preflight-") as logs:
         recording = launcher.baseline(scenario, backend, store, RunOptions(fresh_baseline=True, keep_logs=Path(logs)))
-        hosts = getattr(launcher, "last_hosts", {})
+        hosts = launcher.last_hosts if isinstance(launcher, SlurmLauncher) else dict(enumerate(group))
         why = "" if recording.reproduced else _why(Path(logs), hosts, recording.capture)
     first = next((rank for rank in recording.capture.ranks if rank.rank == 0), None)
     sweep = read_sweep(first.stdout, recording.capture.world_size) if first and launcher.sweep else None
