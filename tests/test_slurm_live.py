@@ -166,7 +166,7 @@ def test_preflight_inside_salloc_names_the_slow_node_by_bandwidth(cluster, tmp_p
         done = subprocess.run(
             ["salloc", f"--nodes={len(NODES)}", _faultlab(), "--db", str(tmp_path / "db"), "preflight",
              "--slurm-config", f"{STATE}/faultlab.yaml", "--shared-dir", str(tmp_path / "shared"), "--timeout", "5",
-             "--pairs", "always", "--sweep-max-bytes", "16M", "--sweep-seconds", "2", "--json"],
+             "--pairs", "always", "--sweep-max-bytes", "4M", "--sweep-seconds", "1", "--json"],
             capture_output=True, text=True, timeout=150)
     finally:
         _cluster("mend", "n2")
@@ -178,7 +178,7 @@ def test_preflight_inside_salloc_names_the_slow_node_by_bandwidth(cluster, tmp_p
     for check in result["checks"]:
         assert check["sweep"]["ranks"] == len(check["nodes"]) and check["sweep"]["points"][0]["bytes"] == 8
     fast = result["checks"][2]["sweep"]
-    assert fast["ending"].startswith("done") and fast["points"][-1]["bytes"] == 16 * 2 ** 20
+    assert fast["ending"].startswith("done") and fast["points"][-1]["bytes"] == 4 * 2 ** 20
     _queue_is_empty()
 
 
