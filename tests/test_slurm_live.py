@@ -182,13 +182,32 @@ def test_preflight_inside_salloc_names_the_slow_node_by_bandwidth(cluster, tmp_p
     _queue_is_empty()
 
 
+HANG_DEADLINE_S = 10.0
+
+
+def _hang_launcher(options):
+    """A SLURM launcher whose runs (not their healthy baselines) meet their deadline 10 s after
+    the job starts, instead of the 20 s allowed for starting interpreters on a busy cluster:
+    the workers here are up in 3-5 s, and hang-short's ranks sleep for 60."""
+    from faultlab.slurm.launcher import SlurmLauncher
+
+    launcher = SlurmLauncher(options)
+    plan = launcher.plan
+
+    def sooner(scenario, backend, healthy=False, extra_env=None):
+        made = plan(scenario, backend, healthy, extra_env)
+        return made if healthy else dataclasses.replace(made, deadline_s=HANG_DEADLINE_S)
+
+    launcher.plan = sooner
+    return launcher
+
+
 def test_a_step_in_an_allocation_is_cancelled_at_the_deadline(slurm, store):
     hang = load(TEST_SCENARIOS / "hang-short.yaml")
     from faultlab import runner
-    from faultlab.slurm.launcher import SlurmLauncher
 
     with _allocation() as job_id:
-        launcher = SlurmLauncher(dataclasses.replace(slurm, jobid=job_id))
+        launcher = _hang_launcher(dataclasses.replace(slurm, jobid=job_id))
         recording = runner.run_scenario(hang, store, launcher, launcher.backend(hang), RunOptions())
         assert list(scheduler.job_steps(job_id)) == ["batch"]  # only the allocation's own
     assert recording.capture.hit_deadline and recording.comparison.verdict == "hung"
@@ -223,9 +242,8 @@ def test_ctrl_c_cancels_the_step(cluster, tmp_path):
 def test_deadline_cancels_the_job(slurm, store):
     hang = load(TEST_SCENARIOS / "hang-short.yaml")
     from faultlab import runner
-    from faultlab.slurm.launcher import SlurmLauncher
 
-    launcher = SlurmLauncher(slurm)
+    launcher = _hang_launcher(slurm)
     recording = runner.run_scenario(hang, store, launcher, launcher.backend(hang), RunOptions())
     assert recording.capture.hit_deadline and recording.comparison.verdict == "hung"
     assert all(rank.ending == "killed_at_deadline" for rank in recording.capture.ranks)
