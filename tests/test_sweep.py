@@ -1,7 +1,7 @@
 """The all_reduce bandwidth sweep without a launch: its program text, its output read back,
 pairs judged by their bus bandwidth, and the preflight report of them."""
 
-import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +21,12 @@ OUTPUT = """Rank 0: 1.0
 """
 
 
+# Rank 0's stdout on one NVIDIA H200 (torch 2.11.0+cu130, NCCL 2.28.9, driver 580.159.04),
+# 2026-12-03: the sweep's program, byte for byte as preflight renders it for nccl (sha256
+# checked there), launched by faultlab's local launcher (one node, one rank, a fresh worker).
+H200 = Path(__file__).parent / "sweep_outputs" / "h200-nccl-1rank.stdout"
+
+
 @pytest.mark.parametrize("backend", ["gloo", "nccl"])
 def test_the_sweep_is_python_inserted_before_destroy(backend):
     program = render_program(backend, 5, (patch(SweepSettings(max_bytes=1024, seconds=2.5)),))
@@ -37,6 +43,13 @@ def test_rank_0s_table_is_read_back():
     assert sweep.peak_busbw == pytest.approx(8388608 / 7315.23e-6 / 1e9)  # 2 ranks: busbw = algbw
     assert sweep.ending.startswith("stopped: before 16777216 B")
     assert read_sweep("Rank 0: 1.0\n", world=2) is None
+
+
+def test_one_rank_on_nccl_reads_back_with_no_bus_bandwidth():
+    sweep = read_sweep(H200.read_text(), world=1)
+    assert len(sweep.points) == 24 and sweep.largest == 64 * 2 ** 20 and sweep.ending.startswith("done")
+    assert sweep.peak_busbw == 0.0  # one rank crosses no link
+    assert all(point.seconds < 1e-4 for point in sweep.points)  # NCCL moves no data for one in-place rank
 
 
 def test_busbw_follows_nccl_tests():
