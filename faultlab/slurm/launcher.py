@@ -2,10 +2,10 @@
 
 One sbatch job per launch: as many nodes as the scenario's topology, one srun task per
 node, each running torchrun with its slice of the faults (script.py). Given an allocation
-(`jobid`), each launch is a job step of it instead (steps.py), on `nodelist` or its first nodes. faultlab waits for
-every node's launcher to finish, or for the run's deadline (counted from the moment the
-job starts, not from its time in the queue), then reads the shared run directory into an
-ordinary Capture. The job is cancelled at the deadline, on Ctrl-C or SIGTERM and on any
+(`jobid`), each launch is a job step of it instead (steps.py), on `nodelist` or its first
+nodes. faultlab waits for every node's launcher to finish, or for the run's deadline
+(counted from the moment the job starts, not from its time in the queue; for a step, from
+just before its srun), then reads the shared run directory into an ordinary Capture. The job is cancelled at the deadline, on Ctrl-C or SIGTERM and on any
 error, and faultlab returns only once squeue no longer lists it.
 """
 
