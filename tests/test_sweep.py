@@ -99,3 +99,17 @@ def test_one_pair_is_not_compared():
 def test_bad_preflight_options_are_one_line(cli, args, line):
     result = cli("preflight", *args)
     assert result.exit_code == 2 and line in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.live
+def test_local_preflight_sweeps_on_this_host(cli):
+    """Two ranks under torch's launcher on this host (gloo without GPUs): the sweep reads back."""
+    import json
+
+    result = cli("preflight", "--local", "--ranks-per-node", 2, "--sweep-max-bytes", "64K", "--json")
+    report = json.loads(result.output)
+    assert result.exit_code == 0 and report["healthy"] and report["allocation"] is None
+    sweep = report["checks"][0]["sweep"]
+    assert sweep["ranks"] == 2 and [point["bytes"] for point in sweep["points"]][-1] == 65536
+    assert all(point["busbw_gbps"] == pytest.approx(point["algbw_gbps"]) for point in sweep["points"])  # 2 ranks
+    assert report["checks"][0]["recording"].startswith("baseline-1x2-sweep.")
