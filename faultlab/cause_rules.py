@@ -102,6 +102,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
+    "other nodes got through to a store": lambda f, s: bool(
+        {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
 }
 
 
@@ -164,6 +166,9 @@ RULES: tuple[Rule, ...] = (
          why="attaching to a peer's existing segment failed, which a full /dev/shm does not explain"),
     Rule("server-bind-failed", "binding was denied (errno 13)", outside=True,
          why="binding was denied (errno 13): a port below 1024 needs root; the port is not in use"),
+    Rule("address-in-use", "other nodes got through to a store", ("shared-master-port", "port-in-use"), 0.9,
+         why="the store host could not bind, yet other nodes were answered at that address: a live store "
+         "of another job holds the port"),
     Rule("name-not-resolved", "the name looked up is already an IP address", specificity=0.2,
          why="the failed lookup is of an IP address, not a host name"),
     Rule("client-connect-failed", "the address is not valid (errno 22 or 10049)", ("wrong-master-addr",),

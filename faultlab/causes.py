@@ -195,6 +195,32 @@ CAUSES: tuple[Cause, ...] = (
         prevent="Take MASTER_ADDR from the scheduler (the first host of the allocation), never from a config file.",
     ),
     Cause(
+        id="shared-master-port",
+        title="Two jobs use the same MASTER_ADDR:MASTER_PORT",
+        what=(
+            "Two live jobs (a sweep's siblings, two teams' jobs packed on the same nodes, both on torchrun's "
+            "default port 29500) name the same store. The job that starts second cannot bind the port on the "
+            "shared head node (EADDRINUSE), but its other nodes reach the first job's store and are answered: "
+            "without --rdzv_id both jobs run under torchrun's default id and share every key, so those nodes "
+            "take the first job's rank assignment and their ranks join its world as duplicates of its ranks; "
+            "with an own --rdzv_id they wait there for a rank assignment that never comes."
+        ),
+        confirm=(
+            "EADDRINUSE from the store host while another node of the same job got through rendezvous (its ranks "
+            "passed init_process_group, then lost a peer at the head node's address), or waited for "
+            "'.../torchelastic/assigned_ranks/N'; `ss -ltnp 'sport = :PORT'` on the head node names the other "
+            "job's torchrun, alive and well, not a stale process."
+        ),
+        fix=(
+            "Do not kill the holder: it is a healthy job. Relaunch with a port of its own "
+            "(--master_port derived from the job id) and --rdzv_id=$JOB_ID."
+        ),
+        prevent=(
+            "Derive MASTER_PORT from the scheduler's job id (e.g. 29500 + SLURM_JOB_ID % 1000, or --standalone on "
+            "one node) and always pass --rdzv_id=$JOB_ID, so two jobs never share a store's keys."
+        ),
+    ),
+    Cause(
         id="split-world",
         title="The job splits into several worlds, each with its own master",
         what=(

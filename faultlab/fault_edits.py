@@ -4,6 +4,8 @@ registry that names these edits."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from .lab.draft import PlanDraft, Target
 from .lab.program import CodePatch
 
@@ -176,10 +178,24 @@ def late_start(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.nodes[target.index].start_delay_s = params["seconds"]
 
 
+TRAINING_STEP_SLEEP = "time.sleep({seconds})  # the training step's forward and backward\n"
+
+
 def node_lost(draft: PlanDraft, target: Target, params: dict) -> None:
     draft.node_losses.append((target.index, params["after_s"]))
-    body = f"time.sleep({params['step_s']})  # the training step's forward and backward\n"
-    draft.patches.append(CodePatch("before_collective", after=body))
+    draft.patches.append(CodePatch("before_collective", after=TRAINING_STEP_SLEEP.format(seconds=params["step_s"])))
+
+
+def other_job(draft: PlanDraft, target: Target, params: dict) -> None:
+    """A second job of the same script and shape (a sweep's sibling), its node N on node N's
+    host with the same MASTER_ADDR:MASTER_PORT, started `lead_s` before this one."""
+    own = list(draft.nodes)
+    for index, node in enumerate(own):
+        draft.nodes.append(dataclasses.replace(node, env=dict(node.env), job=1, host=index, start_delay_s=0.0,
+                                               rdzv_id="job1" if params["rdzv_id"] == "per-job" else None))
+        node.start_delay_s += params["lead_s"]
+        node.rdzv_id = "job2" if params["rdzv_id"] == "per-job" else None
+    draft.patches.append(CodePatch("before_collective", after=TRAINING_STEP_SLEEP.format(seconds=params["step_s"])))
 
 
 def listen_backlog(draft: PlanDraft, target: Target, params: dict) -> None:

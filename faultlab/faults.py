@@ -292,6 +292,24 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
         ),
     ),
     FaultKind(
+        id="other-job",
+        summary="Another job of the same script and shape runs on the same hosts with the same "
+        "MASTER_ADDR:MASTER_PORT, started seconds before this one (a sweep's sibling, both on the default port).",
+        cause="shared-master-port",
+        layer="launch",
+        targets=("job",),
+        apply=edits.other_job,
+        params=(
+            Param("lead_s", float, 2.0, "how long before this job the other job's launchers start", low=0, high=60),
+            Param("step_s", float, 4.0, "the training step both jobs run between init and all_reduce",
+                  low=0, high=MAX_SECONDS),
+            Param("rdzv_id", str, "default", "'default': neither job passes --rdzv_id, so both run under "
+                  "torchrun's default id and share the store's keys; 'per-job': each passes its own",
+                  ("default", "per-job")),
+        ),
+        needs_hosts=True,
+    ),
+    FaultKind(
         id="listen-backlog",
         summary="A host's listen backlog (net.core.somaxconn, in its own namespace) is smaller than "
         "the ranks that connect to its store at once.",

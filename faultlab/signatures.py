@@ -126,6 +126,13 @@ NETWORK: tuple[Signature, ...] = (
       "the rest are late, dead, or were never started.",
       literals=("store based barrier",), suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
       family="waiting", specificity=0.6),
+    S("rank-assignment-timeout", "A launcher waited at the store for its workers' ranks, which never came",
+      r"wait timeout after \d+ms, keys: \S*torchelastic/assigned_ranks/\d+", "victim",
+      "This node's launcher reached a store and waited there for the ranks node 0's launcher assigns; node 0 "
+      "never wrote them: it is not hosting this store (another job's, on the same address and port), or it "
+      "died after hosting it. The key's prefix is the --rdzv_id this node runs under.", ("launcher",),
+      literals=("torchelastic/assigned_ranks/",), suggests=("shared-master-port", "world-size-mismatch"),
+      family="rank-assignment", specificity=0.7),
     S("rendezvous-clients-timeout", "Master's store timed out waiting for the other nodes",
       r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "victim",
       "Node 0's launcher waited for the other nodes' launchers, and not all came.",

@@ -118,9 +118,9 @@ def _launch_workers(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_di
 
     port_offsets = dict(node.worker_port_offsets)
     if plan.fork_workers:
-        store_host_workers = plan.nodes[0].nproc_per_node
+        store_host = plan.store_host(node)
         entrypoint = run_worker
-        args = (node.index, str(run_dir.root), master_port, port_offsets, store_host_workers)
+        args = (node.index, str(run_dir.root), master_port, port_offsets, (store_host.index, store_host.nproc_per_node))
     else:
         entrypoint = sys.executable
         args = tuple(_worker_command(node, run_dir, master_port, port_offsets))
@@ -128,7 +128,7 @@ def _launch_workers(plan: LaunchPlan, node: NodeLaunch, master_port: int, run_di
         min_nodes=node.nnodes,
         max_nodes=node.nnodes,
         nproc_per_node=node.nproc_per_node,
-        run_id=run_id,
+        run_id=node.rdzv_id or run_id,
         rdzv_backend="static",
         rdzv_endpoint=f"{plan.master_addr(node)}:{master_port + node.master_port_offset}",
         rdzv_configs={"rank": node.node_rank, "timeout": max(1, int(plan.timeout_s))},

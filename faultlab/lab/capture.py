@@ -172,7 +172,7 @@ def _read_node(plan: LaunchPlan, node: NodeLaunch, log: str, outcome: LaunchOutc
         nproc_per_node=node.nproc_per_node,
         master_port=outcome.master_port + node.master_port_offset,
         command=plan.command_line(node, outcome.master_port),
-        network=outcome.evidence.get(node.index, ""),
+        network=outcome.evidence.get(node.host, ""),
         log=log,
         exit_code=None if killed else agent_exit,
         env=dict(node.env),
@@ -225,7 +225,8 @@ def _read_flight_recorder(plan: LaunchPlan, run_dir: RunDir, ranks: list[RankCap
     except (OSError, ValueError):  # no deadline, so nobody was asked
         asked = {}
     files = []
-    for rank in ranks:
+    own_job = {node.index for node in plan.nodes if node.job == 0}
+    for rank in (rank for rank in ranks if rank.node in own_job):
         slot = run_dir.find_slot(rank.node, rank.local_rank)
         files.append(RankDumpFile(rank.shown_rank, slot.flight_recorder, _last_dump_trigger(slot.events),
                                   rank.ending, rank.exit_code, asked.get(str(rank.pid))))

@@ -21,6 +21,10 @@ class NodeDraft:
     worker_port_offsets: dict[int, int] = dataclasses.field(default_factory=dict)
     master_addr: str | None = None
     start_delay_s: float = 0.0  # the node's launcher starts this long after the others
+    # 0: the scenario's job; 1: another job launched on the same hosts (its node N on node N's host).
+    job: int = 0
+    host: int | None = None  # the simulated host it runs on; None: its own index in the plan
+    rdzv_id: str | None = None  # --rdzv_id; None: one id for every job of the run, as torchrun's default 'none' is
 
 
 @dataclasses.dataclass

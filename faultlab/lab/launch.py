@@ -84,7 +84,7 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
             try:
                 t0 = time.time()
                 for node in plan.nodes:
-                    namespace = hosts.path(node.index) if hosts else None
+                    namespace = hosts.path(node.host) if hosts else None
                     agent = forker.Process(target=run_node_agent, name=f"faultlab-node{node.index}",
                                            args=(plan, node, master_port, run_dir, run_id, namespace))
                     agent.start()
@@ -118,7 +118,7 @@ def launch(plan: LaunchPlan, keep_logs: Path | None = None) -> Capture:
 def _network(plan: LaunchPlan, run_id: str):
     """(description, SimulatedHosts or None) for the run's lifetime."""
     if plan.hosts:
-        with netns.SimulatedHosts(run_id, len(plan.nodes)) as hosts:
+        with netns.SimulatedHosts(run_id, plan.host_count) as hosts:
             yield (netns.SIMULATED_HOSTS, hosts)
     else:
         with netns.private_loopback() as network:

@@ -48,6 +48,9 @@ class NodeLaunch:
     worker_port_offsets: tuple[tuple[int, int], ...] = ()  # (local_rank, offset) on MASTER_PORT
     master_addr: str | None = None  # --master_addr, where it differs from the job's
     start_delay_s: float = 0.0  # the launcher starts this long after the others
+    job: int = 0  # 0: the scenario's job; 1: another job sharing its hosts
+    host: int = 0  # the simulated host it runs on (with hosts: true)
+    rdzv_id: str | None = None  # --rdzv_id; None: one id for every job, as torchrun's default 'none' is
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,11 +80,24 @@ class LaunchPlan:
         return node.master_addr or default
 
     def local_addr(self, node: NodeLaunch) -> str:
-        return netns.host_address(node.index) if self.hosts else LOOPBACK
+        return netns.host_address(node.host) if self.hosts else LOOPBACK
+
+    @property
+    def host_count(self) -> int:
+        return len({node.host for node in self.nodes})
 
     @property
     def world_size(self) -> int:
-        return sum(node.nproc_per_node for node in self.nodes)
+        """The scenario's job's ranks (another job on its hosts has a world of its own)."""
+        return sum(node.nproc_per_node for node in self.nodes if node.job == 0)
+
+    def store_host(self, node: NodeLaunch) -> NodeLaunch:
+        """The launcher whose TCPStore this node's workers reach: of the launchers with node rank
+        0 dialed at the same address, the one that starts first (it binds the port)."""
+        hosts = [other for other in self.nodes
+                 if other.node_rank == 0 and self.master_addr(other) == self.master_addr(node)
+                 and other.master_port_offset == node.master_port_offset]
+        return min(hosts, key=lambda other: other.start_delay_s) if hosts else self.nodes[0]
 
     @property
     def fork_workers(self) -> bool:
@@ -94,10 +110,12 @@ class LaunchPlan:
         if self.launcher == "python":
             return f"{prefix}python {PROGRAM_NAME}"
         where = f"[host {self.local_addr(node)}] " if self.hosts else ""
+        job = "[another job] " if node.job else ""
+        rdzv_id = f"--rdzv_id={node.rdzv_id} " if node.rdzv_id else ""
         return (
-            f"{where}{prefix}torchrun --nnodes={node.nnodes} --nproc_per_node={node.nproc_per_node} "
+            f"{where}{job}{prefix}torchrun --nnodes={node.nnodes} --nproc_per_node={node.nproc_per_node} "
             f"--node_rank={node.node_rank} --master_addr={self.master_addr(node)} "
-            f"--master_port={master_port + node.master_port_offset} {PROGRAM_NAME}"
+            f"--master_port={master_port + node.master_port_offset} {rdzv_id}{PROGRAM_NAME}"
         )
 
 
@@ -188,6 +206,9 @@ def build_plan(
                 worker_port_offsets=tuple(sorted(node.worker_port_offsets.items())),
                 master_addr=node.master_addr,
                 start_delay_s=node.start_delay_s,
+                job=node.job,
+                host=index if node.host is None else node.host,
+                rdzv_id=node.rdzv_id,
             )
             for index, node in enumerate(draft.nodes)
         ),

@@ -128,9 +128,10 @@ def _install_tracing(phases: PhaseLog) -> None:
 FORK_BARRIER_LIMIT_S = 5.0
 
 
-def _wait_for_store_host_forks(run_dir: RunDir, store_host_workers: int) -> None:
+def _wait_for_store_host_forks(run_dir: RunDir, store_host: tuple[int, int]) -> None:
+    node, workers = store_host
     end = time.monotonic() + FORK_BARRIER_LIMIT_S
-    while time.monotonic() < end and run_dir.count_started(0) < store_host_workers:
+    while time.monotonic() < end and run_dir.count_started(node) < workers:
         time.sleep(0.002)
 
 
@@ -139,14 +140,15 @@ def run_worker(
     run_dir: str,
     master_port: int = 0,
     port_offsets: dict[int, int] | None = None,
-    store_host_workers: int = 0,
+    store_host: tuple[int, int] | None = None,
 ) -> None:
     """Entry point of one worker: run the run directory's program as `python train.py` would
     in that directory, recording phases.
 
     `port_offsets` gives local ranks whose environment says MASTER_PORT = master_port + offset
-    (a per-rank launch environment gone wrong). `store_host_workers`, for forked workers, is
-    how many workers node 0's launcher forks (see FORK_BARRIER_LIMIT_S). Exits the way
+    (a per-rank launch environment gone wrong). `store_host`, for forked workers, is the node
+    whose launcher hosts the store they reach and how many workers it forks (see
+    FORK_BARRIER_LIMIT_S). Exits the way
     `python train.py` would: 0, or 1 after printing the traceback through sys.excepthook
     (which torch.distributed prefixes with the rank once it is initialized).
     """
@@ -173,8 +175,8 @@ def run_worker(
         dumper = flight_recorder.Dumper(slot.flight_recorder, phases.emit)
         dumper.answer_signals()
     _install_tracing(phases)
-    if store_host_workers:
-        _wait_for_store_host_forks(directory, store_host_workers)
+    if store_host:
+        _wait_for_store_host_forks(directory, store_host)
     exit_code = _run_program(directory, phases)
     if dumper is not None:
         dumper.dump("exit" if exit_code == 0 else "error")
