@@ -1,5 +1,6 @@
-"""Startup at scale: the faults' plan data, the split-world and backlog signatures, and live
-runs beyond the scenarios' own (the late node within its timeout; the backlog fix)."""
+"""Startup at scale: the faults' plan data, the split-world, backlog and shared-port signatures,
+and live runs beyond the scenarios' own (the late node within its timeout; the backlog fix; two
+jobs on one port with an --rdzv_id each)."""
 
 import dataclasses
 import os
@@ -7,7 +8,7 @@ import subprocess
 
 import pytest
 
-from faultlab import diagnose, symptoms
+from faultlab import diagnose, recording_files, symptoms
 from faultlab.lab.plan import build_plan
 
 from conftest import ROOT, load, run_live
@@ -45,6 +46,55 @@ def test_own_master_makes_the_node_host_a_store_of_its_own():
     node = plan.nodes[1]
     assert node.node_rank == 0 and plan.master_addr(node) == "127.0.0.1"
     assert "--node_rank=0 --master_addr=127.0.0.1" in plan.command_line(node, 29500)
+
+
+ASSIGNMENT_LINE = ("torch.distributed.DistStoreError: wait timeout after 5000ms, keys: "
+                   "/job2/torchelastic/assigned_ranks/1")
+
+
+def test_another_job_is_plan_data_on_the_same_hosts_and_port_started_earlier():
+    scenario = load(SCENARIOS / "shared-master-port.yaml")
+    plan, healthy = build_plan(scenario, "gloo"), build_plan(scenario, "gloo", healthy=True)
+    assert [(node.job, node.host, node.node_rank, node.start_delay_s) for node in plan.nodes] == [
+        (0, 0, 0, 2.0), (0, 1, 1, 2.0), (1, 0, 0, 0.0), (1, 1, 1, 0.0)]
+    assert plan.world_size == healthy.world_size == 2 and plan.host_count == 2
+    assert {plan.master_addr(node) for node in plan.nodes} == {"172.31.213.1"}
+    assert plan.store_host(plan.nodes[1]) is plan.nodes[2]  # the other job's node 0 binds the port first
+    assert plan.command_line(plan.nodes[2], 29500).startswith("[host 172.31.213.1] [another job] ")
+    assert "--rdzv_id" not in plan.command_line(plan.nodes[0], 29500)  # torchrun's default id, as both jobs
+    per_job = dataclasses.replace(scenario, faults=(
+        dataclasses.replace(scenario.faults[0], params={**scenario.faults[0].params, "rdzv_id": "per-job"}),))
+    assert [node.rdzv_id for node in build_plan(per_job, "gloo").nodes] == ["job2", "job2", "job1", "job1"]
+    assert len(healthy.nodes) == 2
+
+
+def _recorded_logs(recording, directory, nodes):
+    """The recording's logs of the given nodes, laid out as a run directory."""
+    (directory / "ranks").mkdir(parents=True)
+    for node in recording.capture.nodes:
+        if node.node in nodes:
+            (directory / f"node{node.node}.launcher.log").write_text(node.log)
+    for rank in recording.capture.ranks:
+        if rank.node in nodes and rank.stderr:
+            (directory / "ranks" / f"node{rank.node}-local{rank.local_rank}.stderr").write_text(rank.stderr)
+
+
+def test_diagnose_reads_a_bind_error_beside_a_rank_that_got_in_as_two_jobs_on_one_port(tmp_path):
+    run, _ = recording_files.read(ROOT / "recordings" / "shared-master-port.cpu.json")
+    _recorded_logs(run, tmp_path / "job", {0, 1})
+    both = diagnose.diagnose([tmp_path / "job"])
+    assert both.causes[0].cause == "shared-master-port", both.causes
+    _recorded_logs(run, tmp_path / "node0", {0})  # the bind error alone: a stale holder is as likely
+    assert diagnose.diagnose([tmp_path / "node0"]).causes[0].cause == "port-in-use"
+
+
+def test_a_launcher_waiting_for_its_rank_assignment_reads_as_a_shared_port(tmp_path):
+    assert "rank-assignment-timeout" in symptoms.match_text(ASSIGNMENT_LINE)
+    (tmp_path / "node0.log").write_text("torch.distributed.DistNetworkError: The server socket has failed to listen "
+                                        "on any local network address. port: 29500, useIpv6: false, code: -98, "
+                                        "name: EADDRINUSE, message: address already in use\n")
+    (tmp_path / "node1.log").write_text(ASSIGNMENT_LINE + "\n")
+    assert diagnose.diagnose([tmp_path]).causes[0].cause == "shared-master-port"
 
 
 def test_only_known_per_namespace_settings_are_ever_written():
@@ -133,3 +183,20 @@ def test_raising_the_backlog_fixes_the_overflow_and_leaves_nothing_behind(store)
     assert not found & {"store-connect-reset-retry", "store-somaxconn-warning"}, found
     assert recording.comparison.verdict == "healthy", recording.comparison.summary
     assert _root_somaxconn() == before and not _namespaces()
+
+
+@pytest.mark.live
+def test_two_jobs_with_an_rdzv_id_each_wait_for_ranks_that_never_come_and_leave_nothing_behind(store):
+    """With --rdzv_id per job the keys no longer collide: node 1 waits at the other job's store
+    for its own rank assignment, and the other job, untouched, finishes."""
+    scenario = load(SCENARIOS / "shared-master-port.yaml")
+    per_job = dataclasses.replace(scenario, faults=(dataclasses.replace(
+        scenario.faults[0], params={**scenario.faults[0].params, "rdzv_id": "per-job", "step_s": 8.0}),))
+    recording = run_live(per_job, store)
+    found = {(symptom.id, symptom.node) for symptom in recording.symptoms}
+    assert {("address-in-use", 0), ("rank-assignment-timeout", 1)} <= found, found
+    assert "/job2/torchelastic/assigned_ranks/1" in recording.capture.nodes[1].log
+    other_job = [rank for rank in recording.capture.ranks if rank.node >= 2]
+    assert [(rank.exit_code, rank.value) for rank in other_job] == [(0, 1.0), (0, 1.0)]
+    assert not [rank for rank in recording.capture.ranks if rank.node < 2 and rank.start_t is not None]
+    assert not _namespaces()
