@@ -138,7 +138,9 @@ def test_two_processes_creating_one_fresh_store_never_fail(tmp_path):
         outcomes += [results.get(timeout=60) for _ in workers]
         for worker in workers:
             worker.join(timeout=60)
-        assert os.listdir(path.parent) == ["faultlab.db"], "one store, no temporary left beside it"
+        # SQLite's own WAL index (-shm) may outlive two connections closing at once; it is not ours.
+        left = [name for name in os.listdir(path.parent) if not name.endswith(("-wal", "-shm"))]
+        assert left == ["faultlab.db"], "one store, no temporary left beside it"
     assert outcomes == ["ok"] * 40
 
 
