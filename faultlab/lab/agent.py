@@ -56,8 +56,9 @@ def run_node_agent(
     die_with_parent()
     log = run_dir.launcher_log(node.index)
     redirect_std_streams(log, log)
+    environment = node_environment(node, run_id)  # read from the caller's environment, before it is cleared
     os.environ.clear()
-    os.environ.update(node_environment(node, run_id))
+    os.environ.update(environment)
     exit_code = 1
     time.sleep(node.start_delay_s)  # a node that comes up late (slow boot, image pull, queue)
     try:
