@@ -102,6 +102,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
+    "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "other nodes got through to a store": lambda f, s: bool(
         {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
 }
@@ -153,6 +154,12 @@ RULES: tuple[Rule, ...] = (
          why="NCCL uses docker bridges or veths beside the real NIC"),
     Rule("nccl-connect-failed", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.85,
          why="NCCL dialed over docker bridges or veths"),
+    # NCCL's own sockets dial the addresses peers advertised, not MASTER_ADDR.
+    Rule("nccl-connect-failed", "a peer advertised a loopback address", ("wrong-socket-interface",), 0.9,
+         why="NCCL dialed a loopback address a peer advertised: its interface (or host name) points at itself"),
+    Rule("no-route-to-host", "NCCL dialed a peer itself", ("wrong-socket-interface", "firewall", "link-down"), 0.75,
+         why="NCCL's own connection to a peer's advertised address found no route: the wrong interface was "
+             "advertised, or the path between the nodes is blocked or down; not MASTER_ADDR"),
     Rule("no-space-left", "the full file system is /dev/shm", specificity=0.9,
          why="the full file system is /dev/shm (its path, or NCCL's or torch's shared-memory wording)"),
     Rule("no-space-left", "the full file system is a disk", outside=True,

@@ -192,7 +192,8 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.7),
     # -- NCCL and gloo transports -------------------------------------------------------------
     S("nccl-connect-failed", "NCCL could not connect to a peer",
-      r"NCCL WARN .*Connect to \S+ failed|Call to connect (?:returned|failed)", "culprit",
+      r"NCCL WARN .*Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)",
+      "culprit",
       "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
       "(docker0, a veth, a second NIC) was chosen, or a firewall drops NCCL's ports.",
       literals=("Connect to ", "Call to connect"), suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),

@@ -255,3 +255,15 @@ def test_nccls_bootstrap_names_the_rank_whose_unique_id_never_came(tmp_path):
     found = _diagnose(tmp_path, "[7] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
                                 "key-value store by key '0', but store->get('0') got error: Socket Timeout\n")
     assert found.culprit == 0
+
+
+def test_nccls_own_connect_reads_as_the_advertised_interface_not_master_addr(tmp_path):
+    found = _diagnose(tmp_path, "ncclSystemError: System call (e.g. socket, malloc) or external library call failed\n"
+                                "socketStartConnect: Connect to 192.168.19.14<52822> failed : No route to host\n")
+    assert found.causes[0].cause == "wrong-socket-interface"
+    assert "wrong-master-addr" != found.causes[1].cause
+    found = _diagnose(tmp_path, "socketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused connection abort\n")
+    assert found.causes[0].cause == "wrong-socket-interface"
+    found = _diagnose(tmp_path, "[rank1]: torch.distributed.DistNetworkError: The client socket has failed to connect to "
+                                "[10.0.0.9]:29500 (errno: 113 - No route to host).\n")
+    assert found.causes[0].cause == "wrong-master-addr"
