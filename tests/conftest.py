@@ -1,4 +1,5 @@
 import functools
+import signal
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,9 @@ def replay_file(scenario, path, store):
 
 def load(path) -> scenarios.Scenario:
     return scenarios.load_file(Path(path))
+
+
+def takes_ctrl_c() -> None:
+    """preexec_fn for a child the test interrupts: a shell's background job (CI's, a nohup)
+    starts with SIGINT ignored, and its children inherit that; a terminal's job does not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -11,7 +11,7 @@ import pytest
 
 from faultlab.errors import ExitCode
 
-from conftest import TEST_SCENARIOS, load, run_live
+from conftest import TEST_SCENARIOS, load, run_live, takes_ctrl_c
 
 pytestmark = pytest.mark.live
 
@@ -85,6 +85,7 @@ def start_faultlab(db, scenario: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a shell job would have
+        preexec_fn=takes_ctrl_c,
     )
 
 

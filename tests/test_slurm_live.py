@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TEST_SCENARIOS, load
+from conftest import ROOT, TEST_SCENARIOS, load, takes_ctrl_c
 
 from faultlab import app
 from faultlab.lab.sweep import SweepSettings
@@ -221,7 +221,8 @@ def test_ctrl_c_cancels_the_step(cluster, tmp_path):
         command = [_faultlab(), "--db", str(tmp_path / "db"), "run", str(TEST_SCENARIOS / "hang-short.yaml"),
                    "--slurm-config", f"{STATE}/faultlab.yaml", "--shared-dir", str(tmp_path / "shared"),
                    "--jobid", job_id]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=takes_ctrl_c)
         try:
             end = time.monotonic() + 40
             while not [name for name in scheduler.job_steps(job_id) if name.startswith("faultlab-")]:
@@ -254,7 +255,8 @@ def test_ctrl_c_cancels_the_job(cluster, tmp_path):
     command = [str(Path(sys.executable).parent / "faultlab"), "--db", str(tmp_path / "db"), "run",
                str(TEST_SCENARIOS / "hang-short.yaml"), "--slurm-config", f"{STATE}/faultlab.yaml",
                "--shared-dir", str(tmp_path / "shared")]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=takes_ctrl_c)
     try:
         end = time.monotonic() + 40
         while "RUNNING" not in scheduler._run("squeue", "--noheader", "--format=%T").stdout:
