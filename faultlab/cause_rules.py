@@ -49,6 +49,12 @@ def _rank_past_one_node(facts: Facts) -> bool:
     return bool(facts.per_node) and any(rank >= facts.per_node for rank in facts.ordinal_ranks)
 
 
+def _first_local_device_refused(facts: Facts) -> bool:
+    """A rank other than 0 failed as local rank 0 of its node: device 0 exists wherever a GPU is
+    visible, so the index it asked for was not its local rank (its global rank, most often)."""
+    return any(local_rank == 0 and rank > 0 for rank, local_rank in facts.ordinal_local_ranks)
+
+
 def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
     """The store client (which dials MASTER_ADDR) was refused at a loopback address, in a job not
     known to be one node: MASTER_ADDR, or the host name it resolves to, points at the dialing host."""
@@ -77,6 +83,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "a rank asked for its global rank as device index": lambda f, s: _global_rank_as_index(f),
     "the job spans several nodes": lambda f, s: (f.nodes or 1) > 1,
     "a failing rank is numbered past one node's processes": lambda f, s: _rank_past_one_node(f),
+    "the first local rank of a later node failed": lambda f, s: _first_local_device_refused(f),
     "the device is chosen by the local rank": lambda f, s: "local_rank" in f.set_device_args,
     "a device index beyond the visible count": lambda f, s: _index_beyond_devices(f),
     "more ranks on the node than devices": lambda f, s: _more_ranks_than_devices(f),
@@ -101,6 +108,11 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "ranks disagree on the collective": lambda f, s: bool(f.rank_disagreement()),
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
+    "NCCL failed while creating its communicator across nodes": lambda f, s: (
+        f.nccl_init == {"creating"} and (f.nodes or 1) > 1 and not {"killed-by-signal", "out-of-memory"} & s),
+    # Work completion status 4 (IBV_WC_LOC_PROT_ERR): the HCA could not use registered memory, as when
+    # GPUDirect RDMA lacks its peer-memory module or PCIe ACS/IOMMU redirects peer traffic.
+    "an InfiniBand transfer failed on memory protection (status 4)": lambda f, s: 4 in f.ib_codes and 12 not in f.ib_codes,
     "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "other nodes got through to a store": lambda f, s: bool(
@@ -125,6 +137,9 @@ RULES: tuple[Rule, ...] = (
          0.9, why="a rank asked for the device numbered like its global rank"),
     Rule("invalid-device-ordinal", "the device is chosen by the local rank", ("too-few-gpus", "rank-as-device-id"), 0.9,
          why="set_device(local_rank) failed: more local ranks than devices"),
+    Rule("invalid-device-ordinal", "the first local rank of a later node failed", ("rank-as-device-id", "too-few-gpus"),
+         0.9, why="local rank 0 of a later node was refused its device: device 0 exists wherever a GPU does, so "
+                  "the index asked for was the global rank"),
     Rule("invalid-device-ordinal", "a failing rank is numbered past one node's processes",
          ("rank-as-device-id", "too-few-gpus"), 0.9,
          why="a rank numbered past one node's processes failed: several nodes, and the global rank chose the device"),
@@ -184,6 +199,13 @@ RULES: tuple[Rule, ...] = (
          why="refused: the host is up but nothing listens on that port"),
     Rule("collective-timeout", "ranks disagree on the collective", ("collective-mismatch", "straggler-rank"), 0.9,
          why="the ranks' own lines disagree on where they are"),
+    Rule("ib-completion-error", "an InfiniBand transfer failed on memory protection (status 4)", outside=True,
+         why="InfiniBand completion status 4 is a local protection error: GPUDirect RDMA memory registration "
+             "(peer-memory module, ACS, IOMMU), not a link that went down"),
+    Rule("nccl-remote-error", "NCCL failed while creating its communicator across nodes",
+         ("wrong-socket-interface", "firewall", "rank-crash"), 0.6,
+         why="the peer was lost while the communicator was still being created, on several nodes and with no "
+             "rank dead: the nodes never connected (interface, firewall), no rank crashed mid-job"),
     Rule("nccl-remote-error", "an InfiniBand transfer error was seen", ("link-down", "rank-crash"),
          why="an InfiniBand transfer failed: the link, not only a peer"),
     Rule("nccl-remote-error", "a rank died by a signal or ran out of memory", ("rank-crash",),

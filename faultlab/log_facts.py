@@ -13,6 +13,8 @@ import dataclasses
 import ipaddress
 import re
 
+from .log_scan import LOCAL_RANK_IN_PATH, number_in
+
 NUMBER = r"(-?\d+)"
 ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
     # [host]:port, the port left out or a placeholder; the host an address or a dotted name, never [rank3]
@@ -35,7 +37,7 @@ VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)|only has: \[([\d, ]
 DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)")
 NODES = re.compile(r"nnodes[= :]+(\d+)")
 PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")
-WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)")
+WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)|Num processes: (\d+)")
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
@@ -92,9 +94,11 @@ class Facts:
     terminated_pids: set = dataclasses.field(default_factory=set)
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
     ordinal_ranks: set = dataclasses.field(default_factory=set)  # ranks that saw 'invalid device ordinal'
+    ordinal_local_ranks: set = dataclasses.field(default_factory=set)  # (rank, local rank) of those, where a path says
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
+    nccl_init: set = dataclasses.field(default_factory=set)  # 'creating', 'complete': NCCL's communicator creation
 
     @property
     def bridge_interfaces(self) -> list[str]:
@@ -214,6 +218,9 @@ def read_facts(evidence) -> Facts:
             _read_devices(facts, rank, line)
         if item.signature == "invalid-device-ordinal" and rank is not None:
             facts.ordinal_ranks.add(rank)
+            local_rank = number_in(LOCAL_RANK_IN_PATH, item.path)
+            if local_rank is not None:
+                facts.ordinal_local_ranks.add((rank, local_rank))
         if "duplicates" in readers:
             facts.duplicate_ranks.update(int(r) for pair in DUPLICATE.findall(line) for r in pair)
         if "topology" in readers:
@@ -232,6 +239,8 @@ def read_facts(evidence) -> Facts:
             facts.awaited_ranks.update(int(rank) for rank in AWAITED_UNIQUE_ID.findall(line))
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
+        if item.signature == "ctx-nccl-init":
+            facts.nccl_init.add("complete" if "Init COMPLETE" in line else "creating")
         if item.signature in NETWORK_SIGNATURES:
             _read_network(facts, line)
     return facts

@@ -45,6 +45,7 @@ RANK_PREFIX_BYTES = re.compile(RANK_PREFIX.pattern.encode())
 RANK_PREFIX_REACH = 160
 RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$)")
 NODE_IN_PATH = re.compile(r"(?:^|[/_.-])node[_-]?(\d+)(?:[/_.-]|$)")
+LOCAL_RANK_IN_PATH = re.compile(r"(?:^|[/_.-])local(?:_rank)?[_-]?(\d+)(?:[/_.-]|$)")
 # Lines worth showing when no signature is known: found by the same literal search.
 ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
                    b"Timed out", b"FATAL", b"fatal")

@@ -224,7 +224,7 @@ NETWORK: tuple[Signature, ...] = (
       literals=("ibv_modify_qp failed", "ibv_create_qp failed"), suggests=("link-down",), family="ib-port",
       specificity=0.3),
     S("collective-timeout", "Collective timed out waiting for a peer",
-      r"Timed out waiting \d+ms for (?:recv|send) operation|Watchdog caught collective operation timeout"
+      r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|Watchdog caught collective operation timeout"
       r"|NCCL communicator was aborted", "victim",
       "This rank waited in a collective for a peer that never joined it.",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted"),

@@ -24,10 +24,10 @@ JOB: tuple[Signature, ...] = (
       literals=("invalid device ordinal", "Invalid device id", "device < num_gpus", "ErrorInvalidDevice"),
       suggests=("too-few-gpus", "rank-as-device-id"), family="device-index", specificity=0.85),
     S("cuda-devices-busy", "CUDA: every device is busy or unavailable",
-      r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable", "culprit",
+      r"CUDA-capable devices? ?(?:\(s\))? (?:is|are)(?:/are)? busy or unavailable|cudaErrorDevicesUnavailable", "culprit",
       "In exclusive-process mode a GPU takes one process: a second rank on it (no set_device, or more ranks "
       "than GPUs) finds it busy; another job holding the GPUs reads the same.",
-      literals=("devices are busy or unavailable", "cudaErrorDevicesUnavailable"),
+      literals=("busy or unavailable", "cudaErrorDevicesUnavailable"),
       suggests=("missing-set-device", "too-few-gpus"), family="device-index", specificity=0.5),
     S("requested-more-gpus", "The framework was asked for more GPUs than the machine has",
       r"But your machine only has: \[|requested \d+ GPUs? but (?:only|the machine)",
@@ -36,9 +36,10 @@ JOB: tuple[Signature, ...] = (
       literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine"),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
     S("destroy-not-called", "destroy_process_group() was not called before exit",
-      r"destroy_process_group\(\) was not called before program exit|process group has NOT been destroyed before",
+      r"destroy_process_group\(\) was not called before program exit|process group has NOT been destroyed before"
+      r"|(?:must|should) call destroy_process_group\(?\)? before (?:process|program) exit",
       "neutral", "The process group was never torn down; resources may leak.",
-      literals=("destroy_process_group() was not called", "has NOT been destroyed"),
+      literals=("destroy_process_group() was not called", "has NOT been destroyed", "call destroy_process_group"),
       suggests=("missing-destroy-process-group",), family="teardown", effect="side", specificity=0.9),
     S("default-pg-twice", "Default process group initialized twice",
       r"trying to initialize the default process group twice", "culprit",
@@ -48,10 +49,11 @@ JOB: tuple[Signature, ...] = (
     # -- the job's own setup -------------------------------------------------------------------
     S("nccl-not-available", "The nccl backend is not available here",
       r"doesn't have NCCL[\s\"']*built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
-      r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled", "culprit",
+      r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled|not compiled with NCCL support",
+      "culprit",
       "nccl was requested on a host (or a torch build) without CUDA GPUs.",
       literals=("doesn't have NCCL", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
-                "only supported with GPUs", "NCCL support is not compiled"),
+                "only supported with GPUs", "NCCL support is not compiled", "not compiled with NCCL support"),
       suggests=("nccl-without-gpu",), family="backend", specificity=0.95),
     S("torch-without-cuda", "This torch was built without CUDA", r"Torch not compiled with CUDA enabled", "culprit",
       "A CPU-only torch build cannot give nccl (or any CUDA work) a GPU; a script meant for one may fail "
@@ -107,6 +109,13 @@ JOB: tuple[Signature, ...] = (
       "culprit", "Ranks called different collectives or shapes; the message names both sides.",
       literals=("ismatch between collective", "Mismatched collective detected", "collective mismatch error"), suggests=("collective-mismatch",),
       family="collective-stall", specificity=0.95),
+    S("workers-out-of-sync", "The framework found its workers out of step with each other",
+      r"workers have fallen out of sync|gradients are inconsistent between workers"
+      r"|(?:parameters|gradients) (?:are|were) not (?:synchroni[sz]ed|the same) across (?:ranks|workers)", "culprit",
+      "fairseq's all_gather_list and gradient check (and their kin) compare what the workers exchanged: one "
+      "worker took another path (an extra or a skipped step, a different batch count) or sent other data.",
+      literals=("fallen out of sync", "inconsistent between workers", "across ranks", "across workers"),
+      suggests=("collective-mismatch", "rank-crash"), family="collective-stall", specificity=0.7),
     S("monitored-barrier-missing-ranks", "DETAIL's monitored barrier names the ranks that never arrived",
       r"Ranks? [\d, ]+ failed to pass monitoredBarrier", "victim",
       "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
@@ -159,10 +168,11 @@ JOB: tuple[Signature, ...] = (
       specificity=0.3),
     S("killed-by-sigbus", "A process died of a bus error (SIGBUS)",
       r"exitcode\s*:\s*-7\b|(?i:signal) 7 \(SIGBUS\) received by PID|terminated with signal SIGBUS"
-      r"|died with <Signals\.SIGBUS|exits with return code = -7\b|^Bus error|\bBus error \(core dumped\)",
+      r"|died with <Signals\.SIGBUS|exits with return code = -7\b|^Bus error|\bBus error \(core dumped\)"
+      r"|Fatal Python error: Bus error|[Rr]eceived signal SIGBUS",
       "culprit", "A mapped page could not be backed: most often a full /dev/shm under shared tensors; "
       "otherwise a crash of its own.",
-      literals=("exitcode", "(SIGBUS)", "signal SIGBUS", "Signals.SIGBUS", "return code = -7", "Bus error"),
+      literals=("exitcode", "SIGBUS", "return code = -7", "Bus error"),
       suggests=("shm-exhausted", "rank-crash"), family="shm", specificity=0.6, keep=16),
     S("nccl-system-error", "NCCL: unhandled system error", r"unhandled system error|ncclSystemError", "culprit",
       "A system call inside NCCL failed (shared memory, sockets); NCCL_DEBUG=WARN prints which one.",
@@ -237,8 +247,8 @@ JOB: tuple[Signature, ...] = (
                 "device to ", "cudaDev "), effect="context"),
     S("ctx-topology", "Node, process and world counts",
       r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
-      r"|world_size=\d+|\bsize=\d+\)", "neutral", "How many nodes and ranks the job has.", (),
-      literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size="),
+      r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+", "neutral", "How many nodes and ranks the job has.", (),
+      literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: "),
       effect="context"),
     S("ctx-interfaces", "The socket interfaces NCCL chose",
       r"NET/Socket ?: ?Using|Bootstrap ?: ?Using|^\s*\[\d+\](?:br-|veth|docker|virbr|cni|flannel)", "neutral",
@@ -252,4 +262,10 @@ JOB: tuple[Signature, ...] = (
       r"last enqueued (?:NCCL )?work: \d+, last completed (?:NCCL )?work: \d+", "neutral",
       "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
       literals=("last enqueued",), effect="context"),
+    S("ctx-nccl-init", "Where NCCL stands in creating its communicator",
+      r"ncclCommInitRank|getNCCLComm|Init START|Init COMPLETE|commInitRank|bootstrap\w*\.cc", "neutral",
+      "A failure inside communicator creation (bootstrap, ncclCommInitRank) is not a peer lost mid-job: "
+      "the ranks never finished connecting. 'Init COMPLETE' says they did.", (),
+      literals=("ncclCommInitRank", "getNCCLComm", "Init START", "Init COMPLETE", "commInitRank", "bootstrap"),
+      effect="context", keep=8),
 )

@@ -267,3 +267,11 @@ def test_nccls_own_connect_reads_as_the_advertised_interface_not_master_addr(tmp
     found = _diagnose(tmp_path, "[rank1]: torch.distributed.DistNetworkError: The client socket has failed to connect to "
                                 "[10.0.0.9]:29500 (errno: 113 - No route to host).\n")
     assert found.causes[0].cause == "wrong-master-addr"
+
+
+def test_local_rank_0_of_a_later_node_refused_its_device_used_the_global_rank(tmp_path):
+    ordinal = "[rank{r}]: torch.AcceleratorError: CUDA error: invalid device ordinal\n"
+    for path, first in (("node1-local0-rank1.stderr", "rank-as-device-id"), ("node0-local1-rank1.stderr", "too-few-gpus")):
+        found = _diagnose(tmp_path, ordinal.format(r=1), name=path)
+        assert found.causes[0].cause == first, (path, found.causes)
+        (tmp_path / path).unlink()

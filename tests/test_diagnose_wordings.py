@@ -249,6 +249,22 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'host:1:9 [0] NCCL WARN Net : No interface found in the same subnet as remote address fe80::1%eth1<35213>\n'),
     ('missing-set-device', 'too-few-gpus',
      '[rank1]: RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n'),
+    ('missing-set-device', 'too-few-gpus',
+     'RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n'),
+    ('nccl-without-gpu', None, 'RuntimeError: PyTorch is not compiled with NCCL support\n'),
+    ('shm-exhausted', 'rank-crash', 'Fatal Python error: Bus error\n'),
+    ('collective-mismatch', None,
+     'RuntimeError: Unable to unpickle data from other workers. all_gather_list requires all workers to enter '
+     'the function together, so this error usually indicates that the workers have fallen out of sync somehow.\n'),
+    ('wrong-socket-interface', 'firewall',
+     'gpu-a:123:456 [0] NCCL INFO ncclCommInitRank comm 0x5561 rank 0 nranks 16 cudaDev 0 busId 1000 - Init START\n'
+     'torchrun --nnodes=2 --nproc_per_node=8 train.py\n'
+     '[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/'
+     'ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.20.5\n'
+     'ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n'),
+    (N, None,
+     'gpu-a:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<44321> with '
+     'status=4 opcode=0 len=0 vendor err 81 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2\n'),
 ]
 
 
