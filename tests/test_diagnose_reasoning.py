@@ -269,7 +269,7 @@ def test_nccls_own_connect_reads_as_the_advertised_interface_not_master_addr(tmp
     assert found.causes[0].cause == "wrong-master-addr"
 
 
-def test_local_rank_0_of_a_later_node_refused_its_device_used_the_global_rank(tmp_path):
+def test_the_first_process_of_a_later_node_refused_its_device_used_the_global_rank(tmp_path):
     ordinal = "[rank{r}]: torch.AcceleratorError: CUDA error: invalid device ordinal\n"
     for path, first in (("node1-local0-rank1.stderr", "rank-as-device-id"), ("node0-local1-rank1.stderr", "too-few-gpus")):
         found = _diagnose(tmp_path, ordinal.format(r=1), name=path)
