@@ -200,6 +200,13 @@ JOB: tuple[Signature, ...] = (
       "torch, NCCL or an extension was built against another library than the one loaded: an installation "
       "problem, not a distributed-setup one.", ("rank",),
       literals=("undefined symbol", "cannot open shared object file", "version `GLIBC"), family="cuda", outside=True),
+    S("tensor-on-wrong-device", "A tensor on the wrong device for the backend or the op",
+      r"No backend type associated with device type (?:cpu|cuda)|Tensors must be CUDA and dense"
+      r"|Expected all tensors to be on the same device", "culprit",
+      "A CPU tensor reached an NCCL collective (or a CUDA tensor gloo, or two devices met in one op): the "
+      "program's own placement, not the job's setup. A 'cpu:gloo,cuda:nccl' backend or moving the tensor fixes it.",
+      ("rank",), literals=("No backend type associated with device type", "Tensors must be CUDA and dense",
+                           "Expected all tensors to be on the same device"), family="cuda", outside=True),
     S("cuda-runtime-broken", "CUDA itself fails under NCCL (driver, build or hardware)",
       r"CUDA driver version is insufficient|unhandled cuda error|ncclUnhandledCudaError|no kernel image is available"
       r"|is not compatible with the current PyTorch installation", "culprit",

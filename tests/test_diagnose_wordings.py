@@ -252,6 +252,7 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('missing-set-device', 'too-few-gpus',
      'RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n'),
     ('nccl-without-gpu', None, 'RuntimeError: PyTorch is not compiled with NCCL support\n'),
+    (N, None, '[rank1]: RuntimeError: No backend type associated with device type cpu\n'),
     ('shm-exhausted', 'rank-crash', 'Fatal Python error: Bus error\n'),
     ('collective-mismatch', None,
      'RuntimeError: Unable to unpickle data from other workers. all_gather_list requires all workers to enter '
