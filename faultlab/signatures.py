@@ -121,7 +121,7 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
       family="waiting", specificity=0.6),
     S("store-barrier-timeout", "The store-based barrier of init_process_group timed out",
-      r"Timed out initializing process group in store based barrier", "victim",
+      r"(?i)timed out initializing process group in store based barrier", "victim",
       "Fewer ranks than the world size reached init_process_group's barrier (worker_count < world_size): "
       "the rest are late, dead, or were never started.",
       literals=("store based barrier",), suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
@@ -225,9 +225,9 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.3),
     S("collective-timeout", "Collective timed out waiting for a peer",
       r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|Watchdog caught collective operation timeout"
-      r"|NCCL communicator was aborted", "victim",
+      r"|NCCL communicator was aborted|WorkNCCL::checkTimeout", "victim",
       "This rank waited in a collective for a peer that never joined it.",
-      literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted"),
+      literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout"),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
     S("gloo-connect-failed", "gloo could not connect to a peer's advertised address", r"Gloo connectFullMesh failed",

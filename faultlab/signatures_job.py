@@ -61,6 +61,8 @@ JOB: tuple[Signature, ...] = (
       family="backend", specificity=0.55),
     S("rank-env-missing", "Launcher variables missing (RANK, WORLD_SIZE, ...)",
       r"environment variable [A-Z_]+ expected, but not set|Could not find '[A-Z_]+' in the \w+ environment"
+      # torch <= 1.0's env:// wording
+      r"|(?:rank|world_size|world size|master_addr|master_port) is not set but it is required for env://"
       r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
       r"|SLURM_(?:PROCID|LOCALID|NTASKS|NODEID|JOB_ID)|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)'"
       r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
@@ -69,7 +71,7 @@ JOB: tuple[Signature, ...] = (
       "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
       "colossalai run), or the launcher variables were wiped.",
-      literals=("expected, but not set", "Could not find '", "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: "
+      literals=("expected, but not set", "Could not find '", "is not set but it is required for env://", "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: "
                 "'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
                 "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "RANK'",
                 "SIZE'", "MASTER_ADDR'", "MASTER_PORT'"),

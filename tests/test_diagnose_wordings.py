@@ -253,6 +253,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n'),
     ('nccl-without-gpu', None, 'RuntimeError: PyTorch is not compiled with NCCL support\n'),
     (N, None, '[rank1]: RuntimeError: No backend type associated with device type cpu\n'),
+    ('no-launcher', None, 'ValueError: Error initializing torch.distributed using env:// rendezvous: rank is not set '
+                          'but it is required for env:// init method\n'),
+    ('straggler-rank', None, 'RuntimeError: timed out initializing process group in store based barrier on rank: 1, '
+                             'for key: store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)\n'),
     ('shm-exhausted', 'rank-crash', 'Fatal Python error: Bus error\n'),
     ('collective-mismatch', None,
      'RuntimeError: Unable to unpickle data from other workers. all_gather_list requires all workers to enter '
