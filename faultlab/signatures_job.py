@@ -209,6 +209,13 @@ JOB: tuple[Signature, ...] = (
       "program's own placement, not the job's setup. A 'cpu:gloo,cuda:nccl' backend or moving the tensor fixes it.",
       ("rank",), literals=("No backend type associated with device type", "Tensors must be CUDA and dense",
                            "Expected all tensors to be on the same device"), family="cuda", outside=True),
+    S("ddp-unused-parameters", "DDP found parameters that took no part in the loss",
+      r"Expected to have finished reduction in the prior iteration|parameters that were not used in producing (?:the )?loss"
+      r"|did not receive grad for rank \d+", "culprit",
+      "DistributedDataParallel waits for a gradient of every parameter; some never got one (a branch the forward "
+      "skipped, a frozen head still registered): find_unused_parameters=True or a model fix, not the job's setup.",
+      ("rank",), literals=("finished reduction in the prior iteration", "not used in producing", "did not receive grad"),
+      family="model", outside=True),
     S("cuda-runtime-broken", "CUDA itself fails under NCCL (driver, build or hardware)",
       r"CUDA driver version is insufficient|unhandled cuda error|ncclUnhandledCudaError|no kernel image is available"
       r"|is not compatible with the current PyTorch installation", "culprit",

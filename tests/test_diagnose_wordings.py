@@ -253,6 +253,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n'),
     ('nccl-without-gpu', None, 'RuntimeError: PyTorch is not compiled with NCCL support\n'),
     (N, None, '[rank1]: RuntimeError: No backend type associated with device type cpu\n'),
+    (N, None, 'RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. '
+              'This error indicates that your module has parameters that were not used in producing loss.\n'),
     ('no-launcher', None, 'ValueError: Error initializing torch.distributed using env:// rendezvous: rank is not set '
                           'but it is required for env:// init method\n'),
     ('straggler-rank', None, 'RuntimeError: timed out initializing process group in store based barrier on rank: 1, '
