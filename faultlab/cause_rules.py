@@ -113,6 +113,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     # Work completion status 4 (IBV_WC_LOC_PROT_ERR): the HCA could not use registered memory, as when
     # GPUDirect RDMA lacks its peer-memory module or PCIe ACS/IOMMU redirects peer traffic.
     "an InfiniBand transfer failed on memory protection (status 4)": lambda f, s: 4 in f.ib_codes and 12 not in f.ib_codes,
+    "more ranks reached the barrier than the world holds": lambda f, s: any(count > size
+                                                                            for size, count in f.barrier_counts),
     "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "other nodes got through to a store": lambda f, s: bool(
@@ -206,6 +208,10 @@ RULES: tuple[Rule, ...] = (
          ("wrong-socket-interface", "firewall", "rank-crash"), 0.6,
          why="the peer was lost while the communicator was still being created, on several nodes and with no "
              "rank dead: the nodes never connected (interface, firewall), no rank crashed mid-job"),
+    Rule("store-barrier-timeout", "more ranks reached the barrier than the world holds",
+         ("duplicate-node-rank", "world-size-mismatch", "shared-master-port"), 0.75,
+         why="more ranks counted themselves in at the store than the world size: ranks of another launch (a "
+             "repeated node rank, another job on the same store) joined this one"),
     Rule("nccl-remote-error", "an InfiniBand transfer error was seen", ("link-down", "rank-crash"),
          why="an InfiniBand transfer failed: the link, not only a peer"),
     Rule("nccl-remote-error", "a rank died by a signal or ran out of memory", ("rank-crash",),

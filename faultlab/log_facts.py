@@ -41,6 +41,7 @@ WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
+BARRIER_COUNT = re.compile(r"world_size=(\d+), worker_count=(\d+)")
 AWAITED_KEY = re.compile(r"keys?: \[?'?([^\s,']+?)/(\d+)'?\]?(?:[\s,]|$)")
 # NCCL's bootstrap through the store names the rank whose unique id never came.
 AWAITED_UNIQUE_ID = re.compile(r"retrieving ncclUniqueId from \[(\d+)\]")
@@ -98,6 +99,7 @@ class Facts:
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
+    barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
     nccl_init: set = dataclasses.field(default_factory=set)  # 'creating', 'complete': NCCL's communicator creation
 
     @property
@@ -239,6 +241,8 @@ def read_facts(evidence) -> Facts:
             facts.awaited_ranks.update(int(rank) for rank in AWAITED_UNIQUE_ID.findall(line))
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
+        if item.signature == "store-barrier-timeout":
+            facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
         if item.signature == "ctx-nccl-init":
             facts.nccl_init.add("complete" if "Init COMPLETE" in line else "creating")
         if item.signature in NETWORK_SIGNATURES:

@@ -255,6 +255,9 @@ CASES = [  # (the answer expected first, another that must be among the first th
     (N, None, '[rank1]: RuntimeError: No backend type associated with device type cpu\n'),
     (N, None, 'RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. '
               'This error indicates that your module has parameters that were not used in producing loss.\n'),
+    ('duplicate-node-rank', 'world-size-mismatch',
+     'RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: '
+     'store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)\n'),
     ('no-launcher', None, 'ValueError: Error initializing torch.distributed using env:// rendezvous: rank is not set '
                           'but it is required for env:// init method\n'),
     ('straggler-rank', None, 'RuntimeError: timed out initializing process group in store based barrier on rank: 1, '
