@@ -71,6 +71,18 @@ class Accuracy:
         cases = [r for r in self.results if r.case.culprit and r.case.culprit[0] == level]
         return sum(1 for r in cases if r.culprit_hit), len(cases)
 
+    def macro_f1(self) -> float:
+        """The F1 of the first answer for each known cause ("not in the catalog" one of them), averaged
+        over the causes: unlike top-1 (which equals micro-F1 when every case gets one answer), a cause
+        that is rare in the cases weighs as much as a frequent one."""
+        scores = []
+        for cause in self.causes:
+            answered = [r for r in self.results if r.ranked and r.ranked[0] == cause]
+            hits = sum(1 for r in answered if r.case.cause == cause)
+            actual = sum(1 for r in self.results if r.case.cause == cause)
+            scores.append(2 * hits / (len(answered) + actual))
+        return sum(scores) / len(scores) if scores else 0.0
+
     @property
     def unknown(self) -> tuple[int, int]:
         """(answered "not in the catalog" first, cases whose cause is outside the catalog)."""

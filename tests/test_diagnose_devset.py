@@ -44,3 +44,17 @@ def test_live_runs_name_their_culprit():
     assert rank_cases >= 8 and ranks_named / rank_cases >= 0.85
     assert node_cases >= 10 and nodes_named / node_cases >= 0.5
     assert accuracy.top(3) >= 0.75
+
+
+def _result(cause: str, first: str) -> triage_accuracy.CaseResult:
+    case = triage_accuracy.Case(DEVSET / "cases.yaml", "https://example.org", cause, "by hand")
+    return triage_accuracy.CaseResult(case, (first,), None, None)
+
+
+def test_macro_f1_weighs_a_rare_cause_as_much_as_a_frequent_one():
+    # Nine port-in-use answered right, one rank-crash answered port-in-use: top-1 is 90%, but
+    # rank-crash's F1 is 0 and port-in-use's 18/19, so the macro average is about 0.47.
+    results = [_result("port-in-use", "port-in-use")] * 9 + [_result("rank-crash", "port-in-use")]
+    accuracy = triage_accuracy.Accuracy(tuple(results))
+    assert accuracy.top(1) == 0.9
+    assert accuracy.macro_f1() == pytest.approx((18 / 19 + 0) / 2)

@@ -140,7 +140,8 @@ def accuracy_text(accuracy) -> str:
              _culprit_cell(result)] for result in accuracy.results]
     table = tabulate(rows, headers=["log", "known cause", "ranked", "diagnose's top 3", "culprit"])
     return (f"{table}\n\n{len(rows)} cases, {len(accuracy.causes)} causes: top-1 {accuracy.top(1):.1%}, "
-            f"top-3 {accuracy.top(3):.1%}\n"
+            f"top-3 {accuracy.top(3):.1%}, top-5 {accuracy.top(5):.1%}; macro-F1 of the first answer "
+            f"{accuracy.macro_f1():.3f}\n"
             f"culprit named: rank level {_ratio(accuracy.culprit('rank'))}, node level {_ratio(accuracy.culprit('node'))}\n"
             f"not in the catalog, answered first: {_ratio(accuracy.unknown)}")
 
@@ -151,6 +152,7 @@ def accuracy_json(accuracy) -> dict:
 
     return {
         "cases": len(accuracy.results), "causes": len(accuracy.causes), "top1": accuracy.top(1), "top3": accuracy.top(3),
+        "top5": accuracy.top(5), "macro_f1": accuracy.macro_f1(),
         "culprit_rank": pair(accuracy.culprit("rank")), "culprit_node": pair(accuracy.culprit("node")),
         "not_in_catalog": pair(accuracy.unknown),
         "results": [{"log": r.case.log.name, "cause": r.case.cause, "position": r.position, "ranked": list(r.ranked[:3]),
