@@ -71,8 +71,8 @@ JOB: tuple[Signature, ...] = (
       "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
       "colossalai run), or the launcher variables were wiped.",
-      literals=("expected, but not set", "Could not find '", "is not set but it is required for env://", "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: "
-                "'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
+      literals=("expected, but not set", "Could not find '", "is not set but it is required for env://",
+                "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: 'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
                 "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "RANK'",
                 "SIZE'", "MASTER_ADDR'", "MASTER_PORT'"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
