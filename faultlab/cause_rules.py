@@ -108,8 +108,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "ranks disagree on the collective": lambda f, s: bool(f.rank_disagreement()),
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
-    "NCCL failed while creating its communicator across nodes": lambda f, s: (
-        f.nccl_init == {"creating"} and (f.nodes or 1) > 1 and not {"killed-by-signal", "out-of-memory"} & s),
+    "NCCL lost a peer across nodes before any rank died or its communicator was complete": lambda f, s: (
+        (f.nodes or 1) > 1 and "complete" not in f.nccl_init and not f.ib_codes
+        and not {"killed-by-signal", "out-of-memory", "ib-completion-error", "ib-port-event"} & s),
     # Work completion status 4 (IBV_WC_LOC_PROT_ERR): the HCA could not use registered memory, as when
     # GPUDirect RDMA lacks its peer-memory module or PCIe ACS/IOMMU redirects peer traffic.
     "an InfiniBand transfer failed on memory protection (status 4)": lambda f, s: 4 in f.ib_codes and 12 not in f.ib_codes,
@@ -204,10 +205,10 @@ RULES: tuple[Rule, ...] = (
     Rule("ib-completion-error", "an InfiniBand transfer failed on memory protection (status 4)", outside=True,
          why="InfiniBand completion status 4 is a local protection error: GPUDirect RDMA memory registration "
              "(peer-memory module, ACS, IOMMU), not a link that went down"),
-    Rule("nccl-remote-error", "NCCL failed while creating its communicator across nodes",
-         ("wrong-socket-interface", "firewall", "rank-crash"), 0.6,
-         why="the peer was lost while the communicator was still being created, on several nodes and with no "
-             "rank dead: the nodes never connected (interface, firewall), no rank crashed mid-job"),
+    Rule("nccl-remote-error", "NCCL lost a peer across nodes before any rank died or its communicator was complete",
+         ("wrong-socket-interface", "firewall", "rank-crash", "link-down"), 0.6,
+         why="a peer on another node was lost with no rank dead and no sign the communicator was ever complete: "
+             "the nodes most likely never connected (interface, firewall)"),
     Rule("store-barrier-timeout", "more ranks reached the barrier than the world holds",
          ("duplicate-node-rank", "world-size-mismatch", "shared-master-port"), 0.75,
          why="more ranks counted themselves in at the store than the world size: ranks of another launch (a "

@@ -35,7 +35,9 @@ SET_DEVICE_ARG = re.compile(r"set_device\(\s*(?:[\w.]+\.)?(\w+)")
 DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
 VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)|only has: \[([\d, ]*)\]")
 DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)")
-NODES = re.compile(r"nnodes[= :]+(\d+)")
+NODES = re.compile(r"nnodes[= :]+(\d+)|num_nodes[= ](\d+)")
+# DeepSpeed's multi-node runner names its hosts: "Running on the following workers: a,b".
+WORKER_HOSTS = re.compile(r"Running on the following workers: (\S+)")
 PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")
 WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)|Num processes: (\d+)")
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
@@ -146,6 +148,9 @@ def _read_topology(facts: Facts, line: str) -> None:
         match = pattern.search(line)
         if match:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
+    hosts = WORKER_HOSTS.search(line)
+    if hosts:
+        facts.nodes = max(facts.nodes or 0, len([host for host in hosts[1].split(",") if host]))
 
 
 def _read_network(facts: Facts, line: str) -> None:

@@ -126,8 +126,11 @@ JOB: tuple[Signature, ...] = (
       r"(?i)(?:size|length) mismatch|sizes? (?:do|does) not match|Expected .* to have the same size", "culprit",
       "Ranks passed tensors of different shapes to one collective.", literals=("ismatch", "not match", "same size"),
       suggests=("collective-mismatch",), family="collective-stall", specificity=0.5),
-    S("nccl-invalid-usage", "NCCL invalid usage", r"ncclInvalidUsage", "neutral",
-      "NCCL rejected how it was called; the 'Last error' line says why.", literals=("ncclInvalidUsage",)),
+    S("nccl-invalid-usage", "NCCL invalid usage", r"ncclInvalidUsage|NCCL error in: .*, invalid usage", "culprit",
+      "NCCL rejected how it was called; the 'Last error' line says why. Raised while the communicator is "
+      "created, it is most often two ranks on one GPU (no set_device, or more ranks than GPUs).",
+      literals=("ncclInvalidUsage", "invalid usage"), suggests=("missing-set-device", "too-few-gpus"),
+      family="device-index", specificity=0.35),
     # -- a process dies ---------------------------------------------------------------------
     S("out-of-memory", "A rank ran out of GPU or host memory",
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"
@@ -176,9 +179,9 @@ JOB: tuple[Signature, ...] = (
       "otherwise a crash of its own.",
       literals=("exitcode", "SIGBUS", "return code = -7", "Bus error"),
       suggests=("shm-exhausted", "rank-crash"), family="shm", specificity=0.6, keep=16),
-    S("nccl-system-error", "NCCL: unhandled system error", r"unhandled system error|ncclSystemError", "culprit",
+    S("nccl-system-error", "NCCL: unhandled system error", r"unhand?led system error|ncclSystemError", "culprit",
       "A system call inside NCCL failed (shared memory, sockets); NCCL_DEBUG=WARN prints which one.",
-      literals=("unhandled system error", "ncclSystemError"),
+      literals=("unhandled system error", "unhanled system error", "ncclSystemError"),
       suggests=("shm-exhausted", "wrong-socket-interface", "firewall"), family="nccl-error", specificity=0.35),
     S("nccl-internal-error", "NCCL: internal error",
       r"internal error - please report this issue|ncclInternalError|NCCL Error 3: internal error", "culprit",
@@ -263,8 +266,10 @@ JOB: tuple[Signature, ...] = (
                 "device to ", "cudaDev "), effect="context"),
     S("ctx-topology", "Node, process and world counts",
       r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
-      r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+", "neutral", "How many nodes and ranks the job has.", (),
-      literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: "),
+      r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+|num_nodes[= ]\d+|Running on the following workers: ",
+      "neutral", "How many nodes and ranks the job has.", (),
+      literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: ", "num_nodes",
+                "Running on the following workers: "),
       effect="context"),
     S("ctx-interfaces", "The socket interfaces NCCL chose",
       r"NET/Socket ?: ?Using|Bootstrap ?: ?Using|^\s*\[\d+\](?:br-|veth|docker|virbr|cni|flannel)", "neutral",

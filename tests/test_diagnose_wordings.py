@@ -272,6 +272,15 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/'
      'ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, NCCL version 2.20.5\n'
      'ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n'),
+    ('wrong-socket-interface', 'firewall',
+     '[2024-01-08 16:13:56,462] [INFO] [multinode_runner.py:80:get_cmd] Running on the following workers: '
+     '10.0.3.100,10.0.3.101\n'
+     'torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, '
+     'remote process exited or there was a network error, NCCL version 2.18.6\n'),
+    (N, 'missing-set-device',
+     'torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1287, '
+     'invalid usage, NCCL version 2.17.1\n'
+     'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n'),
     (N, None,
      'gpu-a:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<44321> with '
      'status=4 opcode=0 len=0 vendor err 81 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2\n'),
