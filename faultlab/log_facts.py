@@ -47,6 +47,9 @@ BARRIER_COUNT = re.compile(r"world_size=(\d+), worker_count=(\d+)")
 AWAITED_KEY = re.compile(r"keys?: \[?'?([^\s,']+?)/(\d+)'?\]?(?:[\s,]|$)")
 # NCCL's bootstrap through the store names the rank whose unique id never came.
 AWAITED_UNIQUE_ID = re.compile(r"retrieving ncclUniqueId from \[(\d+)\]")
+# torch's desync report and gloo's monitored barrier name the ranks the others waited for.
+LAGGING_RANKS = re.compile(r"\[([\d, ]+)\] (?:are the lagging ranks|joined but didn't finish"
+                           r"|finished collective #\d+, but didn't join)|waiting for send/recv from rank (\d+)")
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
@@ -208,7 +211,7 @@ READERS = {
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),
     "torch-shm-failed": ("shm",),
     "killed-by-sigbus": ("exits",), "ib-completion-error": ("ib",), "nccl-remote-error": ("ib",),
-    "store-wait-timeout": ("store",),
+    "store-wait-timeout": ("store",), "desync-report": ("store",), "monitored-barrier-missing-ranks": ("store",),
 }
 NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-connect-timeout", "nccl-connect-failed",
                       "gloo-connect-failed", "name-not-resolved", "server-bind-failed", "address-in-use",
@@ -244,9 +247,11 @@ def read_facts(evidence) -> Facts:
         if "store" in readers:
             facts.awaited_ranks.update(int(rank) for _, rank in AWAITED_KEY.findall(line))
             facts.awaited_ranks.update(int(rank) for rank in AWAITED_UNIQUE_ID.findall(line))
+            for listed, single in LAGGING_RANKS.findall(line):
+                facts.awaited_ranks.update(int(rank) for rank in (listed or single).split(",") if rank.strip())
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
-        if item.signature == "store-barrier-timeout":
+        if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
         if item.signature == "ctx-nccl-init":
             facts.nccl_init.add("complete" if "Init COMPLETE" in line else "creating")

@@ -81,11 +81,12 @@ NETWORK: tuple[Signature, ...] = (
       literals=("client socket has timed out", "connect() timed out"),
       suggests=("wrong-master-port", "firewall", "wrong-master-addr"), family="connect-failed"),
     S("no-route-to-host", "No host answers at the address dialed",
-      r"No route to host|failed to connect to any network address of|Network is unreachable", "culprit",
+      r"^(?!.*ssh: connect to host)(?:.*No route to host|.*failed to connect to any network address of"
+      r"|.*Network is unreachable)", "culprit",
       "Nothing on the link answers for that address: a wrong MASTER_ADDR, or a host that is down.",
       literals=("No route to host", "failed to connect to any network address", "Network is unreachable"),
       suggests=("wrong-master-addr", "link-down"), family="connect-failed"),
-    S("connection-refused", "Connection refused", r"(?i)connection refused", "culprit",
+    S("connection-refused", "Connection refused", r"(?i)^(?!.*ssh: connect to host).*connection refused", "culprit",
       "Nothing listens at the address dialed (or a firewall rejects it).", literals=("onnection refused",),
       suggests=("wrong-master-port", "firewall", "wrong-socket-interface"), family="connect-failed",
       specificity=0.7),
@@ -95,6 +96,19 @@ NETWORK: tuple[Signature, ...] = (
       "out, 113 no route, 22 or 10049 an address that is not valid).",
       literals=("client socket has failed to connect",),
       suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
+    S("connect-timed-out", "A TCP connect timed out: nothing answered the SYN",
+      r"connect (?:to \S+ )?returned Connection timed out|connect \[[^\]]+\]:\d+: Connection timed out"
+      r"|The server socket on \S+ has timed out, will retry", "culprit",
+      "NCCL, gloo or torch dialed an address and no answer came at all (not even a refusal): a firewall "
+      "dropping packets, an interface the peer cannot route to, or a host that is down.",
+      literals=("returned Connection timed out", ": Connection timed out", "has timed out, will retry"),
+      suggests=("firewall", "wrong-socket-interface", "wrong-master-addr"), family="connect-failed", specificity=0.75),
+    S("ssh-unreachable", "The launcher could not reach a node over ssh",
+      r"was not reachable via ssh|ssh exited with exit code 255|ssh: connect to host \S+ port \d+: ", "culprit",
+      "DeepSpeed's and pdsh's multi-node launch start every node over ssh: a host key, an ssh port or a login "
+      "that fails is not the job's own network setup.",
+      literals=("was not reachable via ssh", "ssh exited with exit code 255", "ssh: connect to host"),
+      family="ssh", outside=True),
     S("name-not-resolved", "A host name does not resolve",
       r"gai error: -\d+|Name or service not known|Temporary failure in name resolution|[Hh]ost not found"
       r"|nodename nor servname|getaddrinfo failed|No address associated with hostname|gaierror"
@@ -115,11 +129,17 @@ NETWORK: tuple[Signature, ...] = (
       family="waiting", specificity=0.6),
     S("store-wait-timeout", "Store wait timed out for keys other ranks never wrote",
       r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: Socket Timeout"
-      r"|waitForInput: socket .* timed out after \d+ms", "victim",
+      r"|waitForInput: socket .* timed out after \d+ms|(?:DistStoreError|RuntimeError): Socket Timeout\s*$", "victim",
       "This rank waited for other ranks to register; the keys name the ranks that never came.",
       literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket"),
       suggests=("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
       family="waiting", specificity=0.6),
+    S("store-barrier-waiting", "Ranks still waiting at init's store barrier",
+      r"Waiting in store based barrier to initialize process group for rank", "victim",
+      "init_process_group's barrier logs this while fewer ranks than the world size have arrived "
+      "(worker_count < world_size): a slow or missing rank, or a wrong world size.",
+      literals=("Waiting in store based barrier",), suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
+      family="waiting", effect="side", specificity=0.4),
     S("store-barrier-timeout", "The store-based barrier of init_process_group timed out",
       r"(?i)timed out initializing process group in store based barrier", "victim",
       "Fewer ranks than the world size reached init_process_group's barrier (worker_count < world_size): "
@@ -133,6 +153,12 @@ NETWORK: tuple[Signature, ...] = (
       "died after hosting it. The key's prefix is the --rdzv_id this node runs under.", ("launcher",),
       literals=("torchelastic/assigned_ranks/",), suggests=("shared-master-port", "world-size-mismatch"),
       family="rank-assignment", specificity=0.7),
+    S("store-ping-mismatch", "The store at MASTER_ADDR:MASTER_PORT is not this job's",
+      r"Ping failed, invalid (?:nonce|value) returned", "culprit",
+      "The client's handshake got an answer it did not expect: another job's store, or another program, "
+      "listens on that address and port.",
+      literals=("Ping failed, invalid",), suggests=("shared-master-port", "port-in-use"), family="rank-assignment",
+      specificity=0.7),
     S("rendezvous-clients-timeout", "Master's store timed out waiting for the other nodes",
       r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "victim",
       "Node 0's launcher waited for the other nodes' launchers, and not all came.",
@@ -180,14 +206,15 @@ NETWORK: tuple[Signature, ...] = (
       literals=("TCPStoreMasterDaemon::run() failed", "Unexpected poll revent on the master's listening socket"),
       suggests=("store-host-lost", "listen-backlog-overflow"), family="store-server", specificity=0.5),
     S("store-recv-failed", "Lost the connection to the TCPStore",
-      r"Failed to recv, got 0 bytes|recvValue failed on SocketImpl", "victim",
+      r"(?i:failed to recv), got 0 bytes|(?:send|recv)\w* failed on SocketImpl", "victim",
       "The store's server (node 0's launcher) went away: usually torn down after another failure.",
-      literals=("Failed to recv", "recvValue failed"), suggests=("rank-crash", "rank-as-device-id"),
+      literals=("ailed to recv", "failed on SocketImpl"), suggests=("rank-crash", "rank-as-device-id"),
       family="peer-lost", effect="side", specificity=0.6),
     S("connection-closed-by-peer", "A peer's connection dropped mid-collective",
-      r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer", "victim",
+      r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer"
+      r"|Socket (?:unexpectedly )?closed \[", "victim",
       "The rank on the other end of a gloo pair died or was torn down: find which one.",
-      literals=("Connection closed by peer", "Connection reset by peer"),
+      literals=("Connection closed by peer", "Connection reset by peer", "closed ["),
       suggests=("rank-crash", "collective-mismatch", "link-down"), family="peer-lost", effect="side",
       specificity=0.7),
     # -- NCCL and gloo transports -------------------------------------------------------------
@@ -199,10 +226,18 @@ NETWORK: tuple[Signature, ...] = (
       literals=("Connect to ", "Call to connect"), suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),
       family="connect-failed", specificity=0.75),
     S("nccl-remote-error", "NCCL lost a peer",
-      r"remote process exited or there was a network error|ncclRemoteError|Connection closed by remote peer",
+      r"remote process exited or there was a network error|ncclRemoteError|Connection closed by remote peer"
+      r"|Call to (?:recv from|send to) \S+ failed : ",
       "victim", "The NCCL peer on the other end went away: it crashed, or the link between them failed.",
-      literals=("remote process exited", "ncclRemoteError", "Connection closed by remote peer"),
+      literals=("remote process exited", "ncclRemoteError", "Connection closed by remote peer", "Call to recv from",
+                "Call to send to"),
       suggests=("rank-crash", "link-down", "firewall"), family="peer-lost", specificity=0.65),
+    S("store-should-dump-failed", "The NCCL watchdog could not reach the store any more",
+      r"Failed to check the \"should dump\" flag on TCPStore", "victim",
+      "Printed by every surviving rank once the store's host (rank 0's launcher) is gone: after another failure, "
+      "or when rank 0 finished and exited first.",
+      literals=('Failed to check the "should dump" flag',), suggests=("rank-crash", "store-host-lost"),
+      family="peer-lost", effect="side", specificity=0.3),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
       r"NET/IB\w* ?: ?(?:\S+:\d+ )?Got async event|NET/IB\w* ?: ?\S+ async (?:fatal|non-fatal) event"
       r"|IBV_EVENT_(?:PORT_ERR|LID_CHANGE|DEVICE_FATAL|GID_CHANGE)", "culprit",
@@ -225,18 +260,35 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.3),
     S("collective-timeout", "Collective timed out waiting for a peer",
       r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|Watchdog caught collective operation timeout"
-      r"|NCCL communicator was aborted|WorkNCCL::checkTimeout", "victim",
+      r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]*\]"
+      r"|Application timeout caused pair closure", "victim",
       "This rank waited in a collective for a peer that never joined it.",
-      literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout"),
+      literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",
+                "Read timeout [", "Write timeout [", "Application timeout caused pair closure"),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
+    S("watchdog-hang", "The NCCL watchdog itself hung",
+      r"Heartbeat monitor timed out!|watchdog got stuck for \d+ seconds", "victim",
+      "The watchdog thread stopped making progress: a CUDA or NCCL call hung (a collective whose peer never came, "
+      "a GPU or link that stopped answering), and the process is taken down.",
+      literals=("Heartbeat monitor timed out", "watchdog got stuck for"), suggests=("straggler-rank", "link-down"),
+      family="collective-stall", effect="side", specificity=0.4),
+    S("desync-report", "torch's desync report names the ranks that never joined",
+      r"are the lagging ranks that caused this timeout|ranks that caused the desync are"
+      r"|joined but didn't finish collective #\d+|but didn't join collective #\d+", "victim",
+      "With TORCH_NCCL_DESYNC_DEBUG the timed-out rank asks the store where every rank is: the ranks it names "
+      "never joined (dead, slow) or joined another collective.",
+      literals=("lagging ranks that caused this timeout", "ranks that caused the desync", "but didn't finish collective",
+                "but didn't join collective"), suggests=("straggler-rank", "collective-mismatch", "rank-crash"),
+      family="collective-stall", specificity=0.7),
     S("gloo-connect-failed", "gloo could not connect to a peer's advertised address", r"Gloo connectFullMesh failed",
       "victim", "Read remote=[...]: a peer advertised an address this rank cannot reach; 127.0.0.1 means "
       "that peer's GLOO_SOCKET_IFNAME (or host name) points at its loopback.",
       literals=("Gloo connectFullMesh failed",), suggests=("wrong-socket-interface", "firewall"),
       family="connect-failed"),
-    S("gloo-no-address", "gloo cannot find the socket interface", r"Unable to find address for", "culprit",
-      "GLOO_SOCKET_IFNAME names an interface this host does not have.", literals=("Unable to find address for",),
+    S("gloo-no-address", "gloo cannot find the socket interface", r"Unable to find (?:address|interface) for", "culprit",
+      "GLOO_SOCKET_IFNAME names an interface this host does not have.",
+      literals=("Unable to find address for", "Unable to find interface for"),
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
     S("nccl-no-interface", "NCCL finds no socket interface",
       r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"

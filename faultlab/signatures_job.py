@@ -49,11 +49,13 @@ JOB: tuple[Signature, ...] = (
     # -- the job's own setup -------------------------------------------------------------------
     S("nccl-not-available", "The nccl backend is not available here",
       r"doesn't have NCCL[\s\"']*built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
-      r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled|not compiled with NCCL support",
+      r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled|not compiled with NCCL support"
+      r"|no CUDA-capable device is detected|Unable to proceed, no GPU resources available",
       "culprit",
       "nccl was requested on a host (or a torch build) without CUDA GPUs.",
       literals=("doesn't have NCCL", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
-                "only supported with GPUs", "NCCL support is not compiled", "not compiled with NCCL support"),
+                "only supported with GPUs", "NCCL support is not compiled", "not compiled with NCCL support",
+                "no CUDA-capable device is detected", "no GPU resources available"),
       suggests=("nccl-without-gpu",), family="backend", specificity=0.95),
     S("torch-without-cuda", "This torch was built without CUDA", r"Torch not compiled with CUDA enabled", "culprit",
       "A CPU-only torch build cannot give nccl (or any CUDA work) a GPU; a script meant for one may fail "
@@ -93,11 +95,12 @@ JOB: tuple[Signature, ...] = (
       literals=("main_process_first(", "zero_first(", "wait_for_everyone()"),
       suggests=("straggler-rank", "rank-crash"), family="waiting", specificity=0.6),
     S("default-group-missing", "A collective ran before any process group existed",
-      r"Default process group has not been initialized", "culprit",
+      r"Default process group (?:has not been|is not) initialized", "culprit",
       "Distributed code ran in a process where init_process_group never ran: most often a script meant for "
       "torchrun (or --launcher pytorch) started with plain python; sometimes a code path (SyncBatchNorm, an "
       "evaluation helper) that assumes a group on a single-process run.",
-      literals=("Default process group has not been initialized",), suggests=("no-launcher",),
+      literals=("Default process group has not been initialized", "Default process group is not initialized"),
+      suggests=("no-launcher",),
       family="launcher-variable", specificity=0.5),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
@@ -119,7 +122,9 @@ JOB: tuple[Signature, ...] = (
       literals=("fallen out of sync", "inconsistent between workers", "across ranks", "across workers"),
       suggests=("collective-mismatch", "rank-crash"), family="collective-stall", specificity=0.7),
     S("monitored-barrier-missing-ranks", "DETAIL's monitored barrier names the ranks that never arrived",
-      r"Ranks? [\d, ]+ failed to pass monitoredBarrier", "victim",
+      r"Ranks? [\d, ]+ failed to pass monitoredBarrier"
+      r"|successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",
+      "victim",
       "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
       literals=("monitoredBarrier",), suggests=("collective-mismatch", "straggler-rank"), family="collective-stall"),
     S("size-mismatch", "Tensor sizes differ across ranks",
@@ -143,10 +148,11 @@ JOB: tuple[Signature, ...] = (
       suggests=("rank-crash",), family="exit"),
     S("nccl-shm-failed", "NCCL cannot create or attach its shared-memory segments",
       r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"
-      r"|shm_open failed", "culprit",
+      r"|shm_open failed|failed to create shared memory file|Could not map \S*/dev/shm", "culprit",
       "/dev/shm is too small (a container's 64 MB default) or not writable for NCCL's segments; a failed "
       "attach to a peer's segment is another matter.",
-      literals=("shared memory segment", "posix_fallocate failed", "failed to extend /dev/shm", "shm_open failed"),
+      literals=("shared memory segment", "posix_fallocate failed", "failed to extend /dev/shm", "shm_open failed",
+                "failed to create shared memory file", "Could not map "),
       suggests=("shm-exhausted",), family="shm", specificity=0.85),
     S("dataloader-worker-died", "A DataLoader worker exited unexpectedly",
       r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? exited unexpectedly", "culprit",
@@ -219,6 +225,39 @@ JOB: tuple[Signature, ...] = (
       "skipped, a frozen head still registered): find_unused_parameters=True or a model fix, not the job's setup.",
       ("rank",), literals=("finished reduction in the prior iteration", "not used in producing", "did not receive grad"),
       family="model", outside=True),
+    S("nccl-world-size-mismatch", "NCCL's bootstrap root saw ranks disagree on the world",
+      r"Bootstrap Root : mismatch in (?:rank count|info) from procs|Invalid rank requested : \d+/\d+", "culprit",
+      "Ranks registered with NCCL's bootstrap root with different rank counts (or a rank beyond the count): "
+      "the launchers disagree on the world size.",
+      literals=("Bootstrap Root : mismatch in", "Invalid rank requested"), suggests=("world-size-mismatch",),
+      family="world", specificity=0.85),
+    S("nccl-duplicate-rank", "Two processes registered the same rank with NCCL",
+      r"Bootstrap Root : rank \d+ of \d+ ranks has already checked in", "culprit",
+      "A rank checked in twice at NCCL's bootstrap root: two nodes with the same node rank, or two jobs "
+      "sharing one root.", literals=("ranks has already checked in",),
+      suggests=("duplicate-node-rank", "split-world"), family="world", specificity=0.85),
+    S("nccl-foreign-connection", "NCCL accepted a connection from another world",
+      r"socketFinalizeAccept(?: from \S+)?: wrong (?:magic|type)", "culprit",
+      "A connection to this rank's NCCL listener came from a process of another communicator: another job, or "
+      "the other half of a split world, dialing an address it took for its own.",
+      literals=("socketFinalizeAccept",), suggests=("shared-master-port", "split-world"), family="world",
+      specificity=0.6),
+    S("nccl-version-skew", "NCCL versions differ across ranks",
+      r"Message truncated : received \d+(?:,\d+)? bytes instead of", "culprit",
+      "A bootstrap message of another size than expected: the ranks run different NCCL versions.", ("rank",),
+      literals=("Message truncated : received",), family="cuda", outside=True),
+    S("ib-reg-mr-failed", "InfiniBand memory registration failed",
+      r"Call to ibv_reg_mr failed", "culprit",
+      "The HCA could not register memory: the locked-memory limit (ulimit -l) or GPUDirect RDMA's peer-memory "
+      "module, not the link.", ("rank",), literals=("ibv_reg_mr failed",), family="cuda", outside=True),
+    S("fd-limit", "Too many open files", r"Too many open files|\bEMFILE\b", "culprit",
+      "The process hit its descriptor limit (ulimit -n): many ranks' sockets, DataLoader workers' shared tensors.",
+      ("rank",), literals=("Too many open files", "EMFILE"), family="limits", outside=True),
+    S("launcher-arg-mismatch", "The script does not accept the launcher's --local-rank argument",
+      r"error: unrecognized arguments: --local[-_]rank", "culprit",
+      "torch.distributed.launch passes --local-rank (--local_rank before torch 2.0) to the script; a script whose "
+      "argparse does not know that spelling stops at once. A launcher/script mismatch, not the job's setup.",
+      ("rank",), literals=("unrecognized arguments: --local",), family="launcher-args", outside=True),
     S("cuda-runtime-broken", "CUDA itself fails under NCCL (driver, build or hardware)",
       r"CUDA driver version is insufficient|unhandled cuda error|ncclUnhandledCudaError|no kernel image is available"
       r"|is not compatible with the current PyTorch installation", "culprit",
@@ -228,7 +267,8 @@ JOB: tuple[Signature, ...] = (
                 "no kernel image is available", "not compatible with the current PyTorch"),
       family="cuda", outside=True),
     S("worker-torn-down", "Launcher tore workers down after a failure",
-      r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM|^Killing subprocess \d+", "victim",
+      r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM|(?:^|\] )Killing subprocess \d+",
+      "victim",
       "The launcher killed the healthy workers of its node because another worker failed; the one it "
       "did not signal is the one that failed.", ("launcher",),
       literals=("closing signal SIGTERM", "via signal SIGTERM", "Killing subprocess"), family="teardown",

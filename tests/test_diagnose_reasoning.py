@@ -275,3 +275,21 @@ def test_the_first_process_of_a_later_node_refused_its_device_used_the_global_ra
         found = _diagnose(tmp_path, ordinal.format(r=1), name=path)
         assert found.causes[0].cause == first, (path, found.causes)
         (tmp_path / path).unlink()
+
+
+def test_torchs_desync_report_and_the_monitored_barrier_name_the_rank_waited_for(tmp_path):
+    desync = ("[rank0]:[E ProcessGroupNCCL.cpp:577] [Rank 0] Watchdog caught collective operation timeout: "
+              "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 "
+              "milliseconds before timing out.\n"
+              "[rank0]:\t - To our best knowledge, ranks [3] are the lagging ranks that caused this timeout. "
+              "They never joined any collectives\n")
+    found = _diagnose(tmp_path, desync)
+    assert found.causes[0].cause == "straggler-rank" and found.culprit == 3
+    barrier = ("RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while waiting for "
+               "send/recv from rank 0. Please check rank 0 logs for faulty rank.\n")
+    assert _diagnose(tmp_path, barrier).culprit == 0
+
+
+def test_an_ssh_refusal_is_the_launchers_ssh_not_the_store(tmp_path):
+    found = _diagnose(tmp_path, "ssh: connect to host worker-1 port 22: Connection refused\n")
+    assert not found.causes and found.outside == ("ssh-unreachable",)

@@ -281,6 +281,33 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1287, '
      'invalid usage, NCCL version 2.17.1\n'
      'ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n'),
+    ('firewall', 'wrong-socket-interface',
+     'gpu-a:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: connect returned Connection timed out, exceeded '
+     'error retry count (35)\n'),
+    (N, 'rank-crash',
+     '[rank1]:[W1203 10:00:00.1 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0 Rank 1] Failed to check the "should '
+     'dump" flag on TCPStore, (maybe TCPStore server has shut down too early), with error: Connection reset by peer\n'),
+    (N, 'straggler-rank',
+     '[rank2]:[E1203 ProcessGroupNCCL.cpp:1423] [PG ID 0 PG GUID 0(default_pg) Rank 2] Heartbeat monitor timed out! '
+     'Process will be terminated after dumping debug info. workMetaList_.size()=1\n'),
+    ('world-size-mismatch', None,
+     'node:1:2 [0] bootstrap.cc:123 NCCL WARN Bootstrap Root : mismatch in rank count from procs 8 : 16\n'),
+    ('duplicate-node-rank', 'split-world',
+     'node:1:2 [0] bootstrap.cc:123 NCCL WARN Bootstrap Root : rank 3 of 8 ranks has already checked in\n'),
+    ('shared-master-port', 'port-in-use',
+     '[W socket.cpp] TCP client failed to connect/validate to host 10.0.0.1:29500 - retrying (try=0, '
+     'timeout=1800000ms, delay=1000ms): Ping failed, invalid value returned from server. Expected: 42, Got: 0\n'),
+    (N, None, 'train.py: error: unrecognized arguments: --local-rank=0\n'),
+    (N, None, 'ssh: connect to host worker-1 port 22: Connection refused\n'
+              'pdsh@master: worker-1: ssh exited with exit code 255\n'),
+    ('no-launcher', N, 'AssertionError: Default process group is not initialized\n'),
+    ('wrong-socket-interface', None,
+     'RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:208] ifa != nullptr. Unable to '
+     'find interface for: [10.0.0.5]\n'),
+    ('shm-exhausted', None,
+     'gpu:1:2 [0] misc/shmutils.cc:73 NCCL WARN Error: failed to create shared memory file /dev/shm/nccl-AbCdEf, '
+     'error No space left on device (28)\n'),
+    ('straggler-rank', N, 'torch.distributed.DistStoreError: Socket Timeout\n'),
     (N, None,
      'gpu-a:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<44321> with '
      'status=4 opcode=0 len=0 vendor err 81 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2\n'),
