@@ -109,7 +109,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "NCCL lost a peer across nodes before any rank died or its communicator was complete": lambda f, s: (
-        (f.nodes or 1) > 1 and "complete" not in f.nccl_init and not f.ib_codes
+        (f.nodes or 1) > 1 and not f.nccl_init_complete and not f.ib_codes
         and not {"killed-by-signal", "out-of-memory", "ib-completion-error", "ib-port-event"} & s),
     # Work completion status 4 (IBV_WC_LOC_PROT_ERR): the HCA could not use registered memory, as when
     # GPUDirect RDMA lacks its peer-memory module or PCIe ACS/IOMMU redirects peer traffic.

@@ -105,7 +105,7 @@ class Facts:
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
-    nccl_init: set = dataclasses.field(default_factory=set)  # 'creating', 'complete': NCCL's communicator creation
+    nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)
 
     @property
     def bridge_interfaces(self) -> list[str]:
@@ -253,8 +253,8 @@ def read_facts(evidence) -> Facts:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
         if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
-        if item.signature == "ctx-nccl-init":
-            facts.nccl_init.add("complete" if "Init COMPLETE" in line else "creating")
+        if item.signature == "ctx-nccl-init-complete":
+            facts.nccl_init_complete = True
         if item.signature in NETWORK_SIGNATURES:
             _read_network(facts, line)
     return facts

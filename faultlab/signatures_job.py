@@ -323,10 +323,7 @@ JOB: tuple[Signature, ...] = (
       r"last enqueued (?:NCCL )?work: \d+, last completed (?:NCCL )?work: \d+", "neutral",
       "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
       literals=("last enqueued",), effect="context"),
-    S("ctx-nccl-init", "Where NCCL stands in creating its communicator",
-      r"ncclCommInitRank|getNCCLComm|Init START|Init COMPLETE|commInitRank|bootstrap\w*\.cc", "neutral",
-      "A failure inside communicator creation (bootstrap, ncclCommInitRank) is not a peer lost mid-job: "
-      "the ranks never finished connecting. 'Init COMPLETE' says they did.", (),
-      literals=("ncclCommInitRank", "getNCCLComm", "Init START", "Init COMPLETE", "commInitRank", "bootstrap"),
-      effect="context", keep=8),
+    S("ctx-nccl-init-complete", "NCCL finished creating a communicator", r"Init COMPLETE", "neutral",
+      "The ranks connected: a peer lost after this is lost mid-job, not a bootstrap that never connected.", (),
+      literals=("Init COMPLETE",), effect="context", keep=1),
 )
