@@ -137,10 +137,6 @@ class Sweep:
     def peak_algbw(self) -> float | None:
         return max((point.algbw() for point in self.points), default=None)
 
-    @property
-    def largest(self) -> int | None:
-        return self.points[-1].bytes if self.points else None
-
 
 def read_sweep(stdout: str, world: int) -> Sweep | None:
     """The sweep rank 0 printed, or None if it printed none (it failed before, or no sweep ran)."""

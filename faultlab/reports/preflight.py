@@ -9,7 +9,7 @@ from tabulate import tabulate
 
 from .text import seconds_text
 
-SIZE_STEP = 16  # the bandwidth table shows every 16th size's column (8 B, 128 B, 2 KiB, ...) and the largest
+COLUMN_EVERY = 4  # the bandwidth table shows every 4th size (sizes double: 8 B, 128 B, 2 KiB, ...) and the largest
 
 
 def preflight_report(result) -> str:
@@ -74,7 +74,8 @@ def _bandwidth_lines(result) -> list[str]:
     if not swept:
         return []
     sizes = sorted({point.bytes for check in swept for point in check.sweep.points})
-    shown = [size for index, size in enumerate(sizes) if index % 4 == 0] + ([sizes[-1]] if (len(sizes) - 1) % 4 else [])
+    shown = [size for index, size in enumerate(sizes) if index % COLUMN_EVERY == 0]
+    shown += [sizes[-1]] if (len(sizes) - 1) % COLUMN_EVERY else []
     one_rank = all(check.sweep.world == 1 for check in swept)
     rows = []
     for check in swept:
