@@ -13,7 +13,7 @@ import dataclasses
 import ipaddress
 import re
 
-from .log_scan import LOCAL_RANK_IN_PATH, number_in
+from .log_scan import LOCAL_RANK_IN_PATH, NODE_IN_PATH, number_in
 
 NUMBER = r"(-?\d+)"
 ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
@@ -104,6 +104,7 @@ class Facts:
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
+    timed_out: dict = dataclasses.field(default_factory=dict)  # rank -> its node (None: unknown), for collective timeouts
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
     nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)
 
@@ -251,6 +252,8 @@ def read_facts(evidence) -> Facts:
                 facts.awaited_ranks.update(int(rank) for rank in (listed or single).split(",") if rank.strip())
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
+        if item.signature == "collective-timeout" and rank is not None:
+            facts.timed_out[rank] = number_in(NODE_IN_PATH, item.path)
         if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
         if item.signature == "ctx-nccl-init-complete":

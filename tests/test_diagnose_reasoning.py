@@ -293,3 +293,13 @@ def test_torchs_desync_report_and_the_monitored_barrier_name_the_rank_waited_for
 def test_an_ssh_refusal_is_the_launchers_ssh_not_the_store(tmp_path):
     found = _diagnose(tmp_path, "ssh: connect to host worker-1 port 22: Connection refused\n")
     assert not found.causes and found.outside == ("ssh-unreachable",)
+
+
+def test_every_rank_of_two_hosts_timing_out_is_the_link_one_absent_rank_is_late(tmp_path):
+    timeout = "[rank{r}]: RuntimeError: [unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete\n"
+    for r in range(4):
+        (tmp_path / f"node{r // 2}-local{r % 2}-rank{r}.stderr").write_text(timeout.format(r=r))
+    assert diagnose.diagnose([tmp_path]).causes[0].cause == "link-down"
+    (tmp_path / "node0-local0-rank0.stderr").unlink()
+    found = diagnose.diagnose([tmp_path])
+    assert found.causes[0].cause == "straggler-rank" and found.culprit == 0
