@@ -126,6 +126,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "an InfiniBand transfer failed on memory protection (status 4)": lambda f, s: 4 in f.ib_codes and 12 not in f.ib_codes,
     "more ranks reached the barrier than the world holds": lambda f, s: any(count > size
                                                                             for size, count in f.barrier_counts),
+    "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
     "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "other nodes got through to a store": lambda f, s: bool(
@@ -201,6 +202,9 @@ RULES: tuple[Rule, ...] = (
          why="attaching to a peer's existing segment failed, which a full /dev/shm does not explain"),
     Rule("server-bind-failed", "binding was denied (errno 13)", outside=True,
          why="binding was denied (errno 13): a port below 1024 needs root; the port is not in use"),
+    Rule("address-in-use", "a store host waited for clients that never came", ("duplicate-node-rank", "port-in-use"), 0.9,
+         why="one node hosted the store and waited for clients while another failed to bind the same port: that "
+             "node, too, believed it was node 0 (the same --node_rank)"),
     Rule("address-in-use", "other nodes got through to a store", ("shared-master-port", "port-in-use"), 0.9,
          why="the store host could not bind, yet other nodes were answered at that address: a live store "
          "of another job holds the port"),

@@ -303,3 +303,13 @@ def test_every_rank_of_two_hosts_timing_out_is_the_link_one_absent_rank_is_late(
     (tmp_path / "node0-local0-rank0.stderr").unlink()
     found = diagnose.diagnose([tmp_path])
     assert found.causes[0].cause == "straggler-rank" and found.culprit == 0
+
+
+def test_a_bind_failure_while_the_store_host_waits_for_clients_is_a_second_node_0(tmp_path):
+    (tmp_path / "node0.launcher.log").write_text(
+        "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. 1/2 clients joined.\n")
+    (tmp_path / "node1.launcher.log").write_text(
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+        "port: 45763, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.causes[0].cause == "duplicate-node-rank" and found.culprit_node == 1
