@@ -127,6 +127,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "more ranks reached the barrier than the world holds": lambda f, s: any(count > size
                                                                             for size, count in f.barrier_counts),
     "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
+    # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere.
+    "the rank its peers lost left without any error": lambda f, s: bool(f.silent_ranks) and not any(
+        SIGNATURES_BY_ID[i].role == "culprit" for i in s),
     "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "other nodes got through to a store": lambda f, s: bool(
@@ -231,6 +234,10 @@ RULES: tuple[Rule, ...] = (
          ("duplicate-node-rank", "world-size-mismatch", "shared-master-port"), 0.75,
          why="more ranks counted themselves in at the store than the world size: ranks of another launch (a "
              "repeated node rank, another job on the same store) joined this one"),
+    Rule("connection-closed-by-peer", "the rank its peers lost left without any error",
+         ("collective-mismatch", "rank-crash"),
+         why="the peers lost a rank that logged no error and died by no signal: it left on its own, having skipped "
+             "a collective the others still waited in"),
     Rule("nccl-remote-error", "an InfiniBand transfer error was seen", ("link-down", "rank-crash"),
          why="an InfiniBand transfer failed: the link, not only a peer"),
     Rule("nccl-remote-error", "a rank died by a signal or ran out of memory", ("rank-crash",),

@@ -130,6 +130,9 @@ def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
     culprits, victims = _roles(seen_on)
     present = {item.signature for item in evidence}
     facts = read_facts(evidence)
+    named_by_file = {rank for rank in (number_in(RANK_IN_PATH, path) for path in files) if rank is not None}
+    silent = tuple(sorted(named_by_file - set(seen_on)))
+    facts.silent_ranks = set(silent)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
@@ -139,8 +142,6 @@ def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
     ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
-    named_by_file = {rank for rank in (number_in(RANK_IN_PATH, path) for path in files) if rank is not None}
-    silent = tuple(sorted(named_by_file - set(seen_on)))
     culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, files)
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,

@@ -313,3 +313,15 @@ def test_a_bind_failure_while_the_store_host_waits_for_clients_is_a_second_node_
         "port: 45763, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n")
     found = diagnose.diagnose([tmp_path])
     assert found.causes[0].cause == "duplicate-node-rank" and found.culprit_node == 1
+
+
+def test_a_peer_that_left_without_any_error_skipped_the_collective_one_killed_crashed(tmp_path):
+    closed = ("[rank{r}]: RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:16291. This is typically "
+              "caused by a remote worker crashing.\n")
+    for r in range(3):
+        (tmp_path / f"node0-local{r}-rank{r}.stderr").write_text(closed.format(r=r))
+    (tmp_path / "node0-local3-rank3.stdout").write_text("Rank 3: 3.0\n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.causes[0].cause == "collective-mismatch" and found.culprit == 3
+    (tmp_path / "node0.launcher.log").write_text("failed (exitcode: -9) local_rank: 3 (pid: 311) of binary: python\n")
+    assert diagnose.diagnose([tmp_path]).causes[0].cause == "rank-crash"
