@@ -55,13 +55,16 @@ def _first_local_device_refused(facts: Facts) -> bool:
     return any(local_rank == 0 and rank > 0 for rank, local_rank in facts.ordinal_local_ranks)
 
 
-def _every_rank_timed_out_across_nodes(facts: Facts) -> bool:
-    """Every rank of a job of several nodes timed out in its collective: nobody was absent (a straggler
-    or a dead rank would be), so what they waited for was each other, across the nodes."""
+def _every_rank_timed_out(facts: Facts) -> bool:
+    """Every rank of the job timed out in its collective: nobody was absent (a straggler or a dead rank
+    would be), so what they waited for was each other."""
     ranks = facts.timed_out
     world = max(facts.world_size or 0, max(ranks, default=-1) + 1)
-    nodes = {node for node in ranks.values() if node is not None}
-    return len(ranks) >= 2 and set(ranks) >= set(range(world)) and (len(nodes) > 1 or (facts.nodes or 1) > 1)
+    return len(ranks) >= 2 and set(ranks) >= set(range(world))
+
+
+def _across_nodes(facts: Facts) -> bool:
+    return len({node for node in facts.timed_out.values() if node is not None}) > 1 or (facts.nodes or 1) > 1
 
 
 def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
@@ -115,7 +118,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the address is not valid (errno 22 or 10049)": lambda f, s: bool({22, 10049} & f.errnos),
     "the connection was refused (errno 111)": lambda f, s: 111 in f.errnos,
     "ranks disagree on the collective": lambda f, s: bool(f.rank_disagreement()),
-    "every rank of several nodes timed out in the collective": lambda f, s: _every_rank_timed_out_across_nodes(f),
+    "every rank of several nodes timed out in the collective": lambda f, s: _every_rank_timed_out(f) and _across_nodes(f),
+    "every rank of one node timed out in the collective": lambda f, s: _every_rank_timed_out(f) and not _across_nodes(f),
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "NCCL lost a peer across nodes before any rank died or its communicator was complete": lambda f, s: (
@@ -223,6 +227,9 @@ RULES: tuple[Rule, ...] = (
          ("link-down", "collective-mismatch", "straggler-rank"),
          why="every rank timed out, none was absent: they waited on each other across the nodes, as when the link "
              "between the nodes fails (a late or dead rank would not itself time out)"),
+    Rule("collective-timeout", "every rank of one node timed out in the collective", ("collective-mismatch", "straggler-rank"),
+         why="every rank timed out, none was absent, on one node: they waited on each other in collectives that "
+             "cannot meet (another op, another size)"),
     Rule("ib-completion-error", "an InfiniBand transfer failed on memory protection (status 4)", outside=True,
          why="InfiniBand completion status 4 is a local protection error: GPUDirect RDMA memory registration "
              "(peer-memory module, ACS, IOMMU), not a link that went down"),

@@ -300,6 +300,11 @@ def test_every_rank_of_two_hosts_timing_out_is_the_link_one_absent_rank_is_late(
     for r in range(4):
         (tmp_path / f"node{r // 2}-local{r % 2}-rank{r}.stderr").write_text(timeout.format(r=r))
     assert diagnose.diagnose([tmp_path]).causes[0].cause == "link-down"
+    for r in (2, 3):  # one node: nobody absent and no link crossed, so they wait in collectives that cannot meet
+        (tmp_path / f"node1-local{r % 2}-rank{r}.stderr").unlink()
+    assert diagnose.diagnose([tmp_path]).causes[0].cause == "collective-mismatch"
+    for r in (2, 3):
+        (tmp_path / f"node1-local{r % 2}-rank{r}.stderr").write_text(timeout.format(r=r))
     (tmp_path / "node0-local0-rank0.stderr").unlink()
     found = diagnose.diagnose([tmp_path])
     assert found.causes[0].cause == "straggler-rank" and found.culprit == 0
