@@ -57,9 +57,16 @@ def _first_local_device_refused(facts: Facts) -> bool:
 
 def _every_rank_timed_out(facts: Facts) -> bool:
     """Every rank of the job timed out in its collective: nobody was absent (a straggler or a dead rank
-    would be), so what they waited for was each other."""
+    would be), so what they waited for was each other. The job's size is its stated world size, or,
+    where each rank has files of its own (a run directory), the ranks those files name; one log of
+    some ranks (a node's share of a bigger job) says neither."""
     ranks = facts.timed_out
-    world = max(facts.world_size or 0, max(ranks, default=-1) + 1)
+    if facts.world_size:
+        world = facts.world_size
+    elif ranks and all(node is not None for node in ranks.values()):
+        world = max(ranks) + 1
+    else:
+        return False
     return len(ranks) >= 2 and set(ranks) >= set(range(world))
 
 
