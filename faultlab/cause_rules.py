@@ -138,8 +138,10 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "more ranks reached the barrier than the world holds": lambda f, s: any(count > size
                                                                             for size, count in f.barrier_counts),
     "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
-    # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere.
-    "the rank its peers lost left without any error": lambda f, s: bool(f.silent_ranks) and not any(
+    "the store's host (node 0) went silent as a whole": lambda f, s: 0 in f.vanished_nodes,
+    # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere; one killed
+    # with its node leaves nothing at all. One that wrote its output and no error finished its own way.
+    "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not any(
         SIGNATURES_BY_ID[i].role == "culprit" for i in s),
     "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
@@ -248,10 +250,14 @@ RULES: tuple[Rule, ...] = (
          ("duplicate-node-rank", "world-size-mismatch", "shared-master-port"), 0.75,
          why="more ranks counted themselves in at the store than the world size: ranks of another launch (a "
              "repeated node rank, another job on the same store) joined this one"),
-    Rule("connection-closed-by-peer", "the rank its peers lost left without any error",
+    Rule("connection-closed-by-peer", "the store's host (node 0) went silent as a whole",
+         ("store-host-lost", "rank-crash", "link-down"), 0.75,
+         why="the peers lost ranks of node 0, and no rank of node 0 wrote a line: the store's host went away as a "
+             "whole (its machine or its launcher), not one rank of it"),
+    Rule("connection-closed-by-peer", "the rank its peers lost wrote output and no error",
          ("collective-mismatch", "rank-crash"),
-         why="the peers lost a rank that logged no error and died by no signal: it left on its own, having skipped "
-             "a collective the others still waited in"),
+         why="the peers lost a rank that wrote its output, no error, and died by no signal: it finished on its own, "
+             "having skipped a collective the others still waited in"),
     Rule("nccl-remote-error", "an InfiniBand transfer error was seen", ("link-down", "rank-crash"),
          why="an InfiniBand transfer failed: the link, not only a peer"),
     Rule("nccl-remote-error", "a rank died by a signal or ran out of memory", ("rank-crash",),

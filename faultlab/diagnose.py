@@ -111,13 +111,16 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     files, file_notes, missing = log_files([path for path in paths if str(path) != STDIN])
     if missing and not files and not scans:
         raise BadInput("; ".join(missing))
-    scans += scan_all(files, workers)
+    file_scans = scan_all(files, workers)
+    scans += file_scans
     notes += file_notes + missing + [scan.note for scan in scans if scan.note]
-    found = _assemble(scans, files, notes, cause_counts, inputs=len(files) + reads_stdin)
+    wrote = {number_in(RANK_IN_PATH, path) for path, scan in zip(files, file_scans) if scan.size} - {None}
+    found = _assemble(scans, files, notes, cause_counts, wrote, inputs=len(files) + reads_stdin)
     return _with_flight_recorder(found, [path for path in paths if str(path) != STDIN])
 
 
-def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
+def _assemble(scans, files, notes, cause_counts, wrote: set[int], inputs: int) -> Diagnosis:
+    """`wrote`: the ranks whose own files hold any text."""
     evidence = [item for scan in scans for item in scan.evidence]
     files_of = collections.defaultdict(set)  # a node's log is a file of its own
     for item in evidence:
@@ -132,7 +135,8 @@ def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
     facts = read_facts(evidence)
     named_by_file = {rank for rank in (number_in(RANK_IN_PATH, path) for path in files) if rank is not None}
     silent = tuple(sorted(named_by_file - set(seen_on)))
-    facts.silent_ranks = set(silent)
+    facts.quiet_ranks = set(silent) & wrote
+    facts.vanished_nodes = _vanished_nodes(files, wrote)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
@@ -150,6 +154,18 @@ def _assemble(scans, files, notes, cause_counts, inputs: int) -> Diagnosis:
         error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
         next_check=_next_check(causes), notes=tuple(notes), files=inputs, bytes=sum(scan.size for scan in scans),
     )
+
+
+def _vanished_nodes(files, wrote: set[int]) -> set[int]:
+    """Nodes whose every rank has files of its own and not a line in them, beside nodes whose ranks did
+    write: the whole node went away (its host, or its launcher, killed) before its ranks could say a thing."""
+    ranks_of: dict[int, set[int]] = collections.defaultdict(set)
+    for path in files:
+        node, rank = number_in(NODE_IN_PATH, path), number_in(RANK_IN_PATH, path)
+        if node is not None and rank is not None:
+            ranks_of[node].add(rank)
+    empty = {node for node, ranks in ranks_of.items() if not ranks & wrote}
+    return empty if empty and len(empty) < len(ranks_of) else set()
 
 
 def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -181,7 +197,7 @@ def _name_culprit(culprits, victims, silent, facts, evidence, files) -> tuple[in
     else:
         rank, why = _culprit_by_absence(victims, silent, facts)
     if rank is None:
-        return None, *_culprit_node(evidence)
+        return None, *_culprit_node(evidence, facts)
     paths = [item.path for item in evidence if item.rank == rank] + [p for p in files if number_in(RANK_IN_PATH, p) == rank]
     nodes = {number_in(NODE_IN_PATH, path) for path in paths} - {None}
     node = nodes.pop() if len(nodes) == 1 else None
@@ -214,8 +230,12 @@ def _missing_ranks(victims, facts) -> list[int]:
     return sorted(set(range(facts.world_size or max(victims) + 1)) - set(victims))
 
 
-def _culprit_node(evidence) -> tuple[int | None, str]:
-    """With no rank singled out: the one node whose logs show an error of its own, if only one does."""
+def _culprit_node(evidence, facts) -> tuple[int | None, str]:
+    """With no rank singled out: the one node whose logs show an error of its own, if only one does;
+    else the one node none of whose ranks wrote a line while the others did."""
+    if len(facts.vanished_nodes) == 1:
+        node = next(iter(facts.vanished_nodes))
+        return node, f"no rank of node {node} wrote a line while the other nodes' ranks did: the node went away"
     nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence
              if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)}
     nodes.discard(None)

@@ -104,7 +104,8 @@ class Facts:
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
-    silent_ranks: set = dataclasses.field(default_factory=set)  # ranks whose own files hold no error (diagnose fills it)
+    vanished_nodes: set = dataclasses.field(default_factory=set)  # nodes none of whose ranks wrote a line (diagnose fills it)
+    quiet_ranks: set = dataclasses.field(default_factory=set)  # ranks whose own files hold output, no error (diagnose fills it)
     timed_out: dict = dataclasses.field(default_factory=dict)  # rank -> its node (None: unknown), for collective timeouts
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
     nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)

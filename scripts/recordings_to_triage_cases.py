@@ -3,9 +3,10 @@
 
     python scripts/recordings_to_triage_cases.py recordings/ tests/diagnose_devset/
 
-Each recording whose scenario names a culprit becomes a directory live/<recording>/ laid out as
-a run directory (node<N>.launcher.log, ranks/node<N>-local<L>-rank<R>.stderr|stdout), and one
-case in live-runs.yaml. The header of that file says where and how the recordings were made.
+Each recording of a faulted scenario becomes a directory live/<recording>/ written as `faultlab
+run --logs` writes a replay (launcher logs, per-rank streams, Flight Recorder dumps, RECORDED.txt),
+and one case in live-runs.yaml, with the culprit where the scenario singles one out. The header of that file says
+where and how the recordings were made.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ import yaml
 
 from faultlab import recording_files
 from faultlab import scenario as scenarios
+from faultlab.lab.recorded_files import write_recorded
 
 HEADER = """# faultlab's own live runs, as diagnose reads them: the logs of the shipped recordings in
 # recordings/ (made live by scripts/record.py: the CPU corpus as root on the project's 2-core
 # machine, torch 2.13.0+cpu, gloo, simulated hosts on veth links; *.h200x1 on one H200 with
-# NCCL; the date and versions are in each recording), written out by
-# scripts/recordings_to_triage_cases.py. Cause and culprit are the scenario's answer key.
-# Not public logs: measured apart from them, and the only cases that name a culprit node.
+# NCCL; the date and versions are in each recording and in each directory's RECORDED.txt), written
+# out by scripts/recordings_to_triage_cases.py with their Flight Recorder dumps. Cause and culprit are the scenario's answer key.
+# Not public logs: measured apart from them, and the only cases that name a culprit node. Some
+# faults leave nothing in the logs (a wrong reduce op, a hang killed at the deadline): those are
+# the cases no reading of lines can get right.
 
 """
 
@@ -36,21 +40,17 @@ def main(recordings: Path, devset: Path) -> None:
     for path in sorted(recordings.glob("*.json")):
         run, _ = recording_files.read(path)
         answer = catalog[run.scenario_id].answer
-        if answer.culprit.kind == "job":  # nothing to single out
+        if answer.cause == "healthy":
             continue
-        directory = devset / "live" / path.stem
-        (directory / "ranks").mkdir(parents=True)
-        for node in run.capture.nodes:
-            if node.log:
-                (directory / f"node{node.node}.launcher.log").write_text(node.log)
-        for rank in run.capture.ranks:
-            for stream in ("stderr", "stdout"):
-                if getattr(rank, stream):
-                    name = f"node{rank.node}-local{rank.local_rank}-rank{rank.shown_rank}.{stream}"
-                    (directory / "ranks" / name).write_text(getattr(rank, stream))
-        cases.append({"log": f"live/{path.stem}", "source": f"recordings/{path.name}", "cause": answer.cause,
-                      "established": f"The scenario {run.scenario_id} injects this fault (its answer key).",
-                      "culprit": f"{answer.culprit.kind} {answer.culprit.index}"})
+        made = run.environment
+        write_recorded(run.capture, devset / "live" / path.stem,
+                       f"Recorded live {run.recorded_at} on {made.host} (torch {made.torch}, NCCL {made.nccl or '-'}) "
+                       f"by faultlab run {run.scenario_id}; written out from {path.name}")
+        case = {"log": f"live/{path.stem}", "source": f"recordings/{path.name}", "cause": answer.cause,
+                "established": f"The scenario {run.scenario_id} injects this fault (its answer key)."}
+        if answer.culprit.kind != "job":  # a whole-job fault singles nobody out
+            case["culprit"] = f"{answer.culprit.kind} {answer.culprit.index}"
+        cases.append(case)
     (devset / "live-runs.yaml").write_text(HEADER + yaml.safe_dump(cases, sort_keys=False, width=110))
     print(f"{len(cases)} cases from {recordings}")
 

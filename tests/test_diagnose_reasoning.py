@@ -330,3 +330,12 @@ def test_a_peer_that_left_without_any_error_skipped_the_collective_one_killed_cr
     assert found.causes[0].cause == "collective-mismatch" and found.culprit == 3
     (tmp_path / "node0.launcher.log").write_text("failed (exitcode: -9) local_rank: 3 (pid: 311) of binary: python\n")
     assert diagnose.diagnose([tmp_path]).causes[0].cause == "rank-crash"
+
+
+def test_peers_lost_while_the_store_host_wrote_nothing_is_the_store_host_gone(tmp_path):
+    closed = ("[rank{r}]: RuntimeError: [pair.cc:553] Connection closed by peer [172.31.213.1]:9634. This is "
+              "typically caused by a remote worker crashing.\n")
+    for r in range(4):
+        (tmp_path / f"node{r // 2}-local{r % 2}-rank{r}.stderr").write_text(closed.format(r=r) if r >= 2 else "")
+    found = diagnose.diagnose([tmp_path])
+    assert found.causes[0].cause == "store-host-lost" and found.culprit_node == 0

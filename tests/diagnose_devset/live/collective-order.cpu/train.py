@@ -1,0 +1,29 @@
+import os
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+BACKEND = 'gloo'
+TIMEOUT = timedelta(seconds=5)
+
+dist.init_process_group(BACKEND, timeout=TIMEOUT)
+rank = dist.get_rank()
+local_rank = int(os.environ["LOCAL_RANK"])
+device = "cpu"
+if BACKEND == "nccl":
+    torch.cuda.set_device(local_rank)
+    device = "cuda"
+x = torch.ones(1, device=device) * rank
+grads = torch.ones(1, device=device)
+dist.all_reduce(grads)  # training step 1
+config = torch.zeros(1, device=device)
+if rank == 1:  # this rank syncs its config first
+    dist.broadcast(config, src=0)
+    dist.all_reduce(x)
+else:
+    dist.all_reduce(x)
+    dist.broadcast(config, src=0)
+print(f"Rank {rank}: {x.item()}", flush=True)
+dist.destroy_process_group()

@@ -1,0 +1,20 @@
+import os
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+BACKEND = 'nccl'
+TIMEOUT = timedelta(seconds=20)
+
+dist.init_process_group(BACKEND, timeout=TIMEOUT)
+rank = dist.get_rank()
+local_rank = int(os.environ["LOCAL_RANK"])
+device = "cpu"
+if BACKEND == "nccl":
+    device = "cuda"
+x = torch.ones(1, device=device) * rank
+dist.all_reduce(x)
+print(f"Rank {rank}: {x.item()}", flush=True)
+dist.destroy_process_group()
