@@ -74,6 +74,11 @@ def _across_nodes(facts: Facts) -> bool:
     return len({node for node in facts.timed_out.values() if node is not None}) > 1 or (facts.nodes or 1) > 1
 
 
+def _culprit_sign(present: set) -> bool:
+    """Some line is a failure of its own (not a rank waiting, nor context)."""
+    return any(SIGNATURES_BY_ID[i].role == "culprit" for i in present)
+
+
 def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
     """The store client (which dials MASTER_ADDR) was refused at a loopback address, in a job not
     known to be one node: MASTER_ADDR, or the host name it resolves to, points at the dialing host."""
@@ -141,9 +146,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the store's host (node 0) went silent as a whole": lambda f, s: 0 in f.vanished_nodes,
     # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere; one killed
     # with its node leaves nothing at all. One that wrote its output and no error finished its own way.
-    "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not any(
-        SIGNATURES_BY_ID[i].role == "culprit" for i in s),
-    "another failure came first": lambda f, s: any(SIGNATURES_BY_ID[i].role == "culprit" for i in s),
+    "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not _culprit_sign(s),
+    "another failure came first": lambda f, s: _culprit_sign(s),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "other nodes got through to a store": lambda f, s: bool(
         {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),

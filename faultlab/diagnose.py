@@ -114,13 +114,23 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     file_scans = scan_all(files, workers)
     scans += file_scans
     notes += file_notes + missing + [scan.note for scan in scans if scan.note]
-    wrote = {number_in(RANK_IN_PATH, path) for path, scan in zip(files, file_scans) if scan.size} - {None}
-    found = _assemble(scans, files, notes, cause_counts, wrote, inputs=len(files) + reads_stdin)
+    places = [FilePlace(number_in(NODE_IN_PATH, path), number_in(RANK_IN_PATH, path), bool(scan.size))
+              for path, scan in zip(files, file_scans)]
+    found = _assemble(scans, files, places, notes, cause_counts, inputs=len(files) + reads_stdin)
     return _with_flight_recorder(found, [path for path in paths if str(path) != STDIN])
 
 
-def _assemble(scans, files, notes, cause_counts, wrote: set[int], inputs: int) -> Diagnosis:
-    """`wrote`: the ranks whose own files hold any text."""
+@dataclasses.dataclass(frozen=True)
+class FilePlace:
+    """Where one input file sits in the job, as its path says, and whether it holds any text."""
+
+    node: int | None
+    rank: int | None
+    wrote: bool
+
+
+def _assemble(scans, files, places: list[FilePlace], notes, cause_counts, inputs: int) -> Diagnosis:
+    """`places`: one per file, in the order of `files`."""
     evidence = [item for scan in scans for item in scan.evidence]
     files_of = collections.defaultdict(set)  # a node's log is a file of its own
     for item in evidence:
@@ -133,10 +143,10 @@ def _assemble(scans, files, notes, cause_counts, wrote: set[int], inputs: int) -
     culprits, victims = _roles(seen_on)
     present = {item.signature for item in evidence}
     facts = read_facts(evidence)
-    named_by_file = {rank for rank in (number_in(RANK_IN_PATH, path) for path in files) if rank is not None}
+    named_by_file = {place.rank for place in places if place.rank is not None}
     silent = tuple(sorted(named_by_file - set(seen_on)))
-    facts.quiet_ranks = set(silent) & wrote
-    facts.vanished_nodes = _vanished_nodes(files, wrote)
+    facts.quiet_ranks = set(silent) & {place.rank for place in places if place.wrote}
+    facts.vanished_nodes = _vanished_nodes(places)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
@@ -156,16 +166,13 @@ def _assemble(scans, files, notes, cause_counts, wrote: set[int], inputs: int) -
     )
 
 
-def _vanished_nodes(files, wrote: set[int]) -> set[int]:
+def _vanished_nodes(places: list[FilePlace]) -> set[int]:
     """Nodes whose every rank has files of its own and not a line in them, beside nodes whose ranks did
     write: the whole node went away (its host, or its launcher, killed) before its ranks could say a thing."""
-    ranks_of: dict[int, set[int]] = collections.defaultdict(set)
-    for path in files:
-        node, rank = number_in(NODE_IN_PATH, path), number_in(RANK_IN_PATH, path)
-        if node is not None and rank is not None:
-            ranks_of[node].add(rank)
-    empty = {node for node, ranks in ranks_of.items() if not ranks & wrote}
-    return empty if empty and len(empty) < len(ranks_of) else set()
+    ranked = [place for place in places if place.node is not None and place.rank is not None]
+    nodes = {place.node for place in ranked}
+    empty = nodes - {place.node for place in ranked if place.wrote}
+    return empty if empty != nodes else set()
 
 
 def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:

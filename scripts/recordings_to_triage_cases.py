@@ -4,9 +4,10 @@
     python scripts/recordings_to_triage_cases.py recordings/ tests/diagnose_devset/
 
 Each recording of a faulted scenario becomes a directory live/<recording>/ written as `faultlab
-run --logs` writes a replay (launcher logs, per-rank streams, Flight Recorder dumps, RECORDED.txt),
-and one case in live-runs.yaml, with the culprit where the scenario singles one out. The header of that file says
-where and how the recordings were made.
+run --logs` writes a replay (launcher logs, per-rank streams, Flight Recorder dumps, RECORDED.txt;
+not the program, which diagnose skips and the recording keeps), and one case in live-runs.yaml,
+with the culprit where the scenario singles one out. The header of that file says where and how
+the recordings were made.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ import yaml
 from faultlab import recording_files
 from faultlab import scenario as scenarios
 from faultlab.lab.recorded_files import write_recorded
+from faultlab.lab.rundir import RunDir
 
 HEADER = """# faultlab's own live runs, as diagnose reads them: the logs of the shipped recordings in
 # recordings/ (made live by scripts/record.py: the CPU corpus as root on the project's 2-core
 # machine, torch 2.13.0+cpu, gloo, simulated hosts on veth links; *.h200x1 on one H200 with
 # NCCL; the date and versions are in each recording and in each directory's RECORDED.txt), written
-# out by scripts/recordings_to_triage_cases.py with their Flight Recorder dumps. Cause and culprit are the scenario's answer key.
-# Not public logs: measured apart from them, and the only cases that name a culprit node. Some
-# faults leave nothing in the logs (a wrong reduce op, a hang killed at the deadline): those are
-# the cases no reading of lines can get right.
+# out by scripts/recordings_to_triage_cases.py with their Flight Recorder dumps. Cause and culprit
+# are the scenario's answer key. Not public logs: measured apart from them, and the only cases that
+# name a culprit node. Some faults leave nothing in the logs (a wrong reduce op, a hang killed at
+# the deadline): those are the cases no reading of lines can get right.
 
 """
 
@@ -42,10 +44,11 @@ def main(recordings: Path, devset: Path) -> None:
         answer = catalog[run.scenario_id].answer
         if answer.cause == "healthy":
             continue
-        made = run.environment
-        write_recorded(run.capture, devset / "live" / path.stem,
+        made, directory = run.environment, devset / "live" / path.stem
+        write_recorded(run.capture, directory,
                        f"Recorded live {run.recorded_at} on {made.host} (torch {made.torch}, NCCL {made.nccl or '-'}) "
                        f"by faultlab run {run.scenario_id}; written out from {path.name}")
+        RunDir(directory).program.unlink()
         case = {"log": f"live/{path.stem}", "source": f"recordings/{path.name}", "cause": answer.cause,
                 "established": f"The scenario {run.scenario_id} injects this fault (its answer key)."}
         if answer.culprit.kind != "job":  # a whole-job fault singles nobody out
