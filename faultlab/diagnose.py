@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 from pathlib import Path
 
 from . import cause_rules
@@ -18,8 +19,7 @@ from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
 from .log_facts import read_facts, untouched_pid
-from .log_scan import (ERROR_LINES_KEPT, NODE_IN_PATH, RANK_IN_PATH, Evidence, log_files, number_in, scan_all,
-                       scan_stream)
+from .log_scan import ERROR_LINES_KEPT, Evidence, job_places, log_files, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
@@ -108,15 +108,16 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
         if stdin is None:
             raise BadInput("-: standard input is not available here")
         scans.append(scan_stream(stdin, "<stdin>"))
-    files, file_notes, missing = log_files([path for path in paths if str(path) != STDIN])
+    given = [path for path in paths if str(path) != STDIN]
+    files, file_notes, missing = log_files(given)
     if missing and not files and not scans:
         raise BadInput("; ".join(missing))
-    file_scans = scan_all(files, workers)
+    job_places_of_files = job_places([path for path in given if os.path.lexists(path)], files)
+    file_scans = scan_all(files, job_places_of_files, workers)
     scans += file_scans
     notes += file_notes + missing + [scan.note for scan in scans if scan.note]
-    places = [FilePlace(number_in(NODE_IN_PATH, path), number_in(RANK_IN_PATH, path), bool(scan.size))
-              for path, scan in zip(files, file_scans)]
-    found = _assemble(scans, files, places, notes, cause_counts, inputs=len(files) + reads_stdin)
+    places = [FilePlace(place.node, place.rank, bool(scan.size)) for place, scan in zip(job_places_of_files, file_scans)]
+    found = _assemble(scans, places, notes, cause_counts, inputs=len(files) + reads_stdin)
     return _with_flight_recorder(found, [path for path in paths if str(path) != STDIN])
 
 
@@ -129,8 +130,8 @@ class FilePlace:
     wrote: bool
 
 
-def _assemble(scans, files, places: list[FilePlace], notes, cause_counts, inputs: int) -> Diagnosis:
-    """`places`: one per file, in the order of `files`."""
+def _assemble(scans, places: list[FilePlace], notes, cause_counts, inputs: int) -> Diagnosis:
+    """`places`: one per file read."""
     evidence = [item for scan in scans for item in scan.evidence]
     files_of = collections.defaultdict(set)  # a node's log is a file of its own
     for item in evidence:
@@ -156,7 +157,7 @@ def _assemble(scans, files, places: list[FilePlace], notes, cause_counts, inputs
     ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
-    culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, files)
+    culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, places)
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
         victims=victims, silent=silent, culprit=culprit,
@@ -189,7 +190,7 @@ def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ..
     return culprits, victims
 
 
-def _name_culprit(culprits, victims, silent, facts, evidence, files) -> tuple[int | None, int | None, str]:
+def _name_culprit(culprits, victims, silent, facts, evidence, places) -> tuple[int | None, int | None, str]:
     """The one rank at fault, where the log singles one out, its node, and how it was told.
 
     In order: the only rank with an error of its own; the rank whose store key the waiting
@@ -205,8 +206,8 @@ def _name_culprit(culprits, victims, silent, facts, evidence, files) -> tuple[in
         rank, why = _culprit_by_absence(victims, silent, facts)
     if rank is None:
         return None, *_culprit_node(evidence, facts)
-    paths = [item.path for item in evidence if item.rank == rank] + [p for p in files if number_in(RANK_IN_PATH, p) == rank]
-    nodes = {number_in(NODE_IN_PATH, path) for path in paths} - {None}
+    nodes = ({item.place.node for item in evidence if item.rank == rank}
+             | {place.node for place in places if place.rank == rank}) - {None}
     node = nodes.pop() if len(nodes) == 1 else None
     if node is None and facts.per_node and (facts.nodes or 0) > 1:
         node = rank // facts.per_node
@@ -243,7 +244,7 @@ def _culprit_node(evidence, facts) -> tuple[int | None, str]:
     if len(facts.vanished_nodes) == 1:
         node = next(iter(facts.vanished_nodes))
         return node, f"no rank of node {node} wrote a line while the other nodes' ranks did: the node went away"
-    nodes = {number_in(NODE_IN_PATH, item.path) for item in evidence
+    nodes = {item.place.node for item in evidence
              if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)}
     nodes.discard(None)
     if len(nodes) == 1:

@@ -30,6 +30,9 @@ VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
 HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 # Platform and GPU model names: 'Linux x86_64', 'NVIDIA A100-SXM4-80GB'
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+()/:,-]{0,127}")
+# How an earlier live run of a race ended, as runner.run_scenario words it: a verdict, and
+# the expected signatures it lacked ('healthy, without store-connect-reset-retry').
+EARLIER_ATTEMPT = re.compile(r"[a-z-]{1,16}(?:, without [a-z0-9-]{1,64}(?:, [a-z0-9-]{1,64}){0,15})?")
 SYMPTOM_SOURCE = re.compile(r"rank \d{1,7}|node \d{1,3} launcher")
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
 # An environment value a scenario sets: printable, short, no control characters.
@@ -70,6 +73,8 @@ def check_recording(recording, field: str) -> None:
             check(VERSION, value, f"{field}.environment.{key}", "a version")
     for index, gpu in enumerate(environment.gpus):
         check(LABEL, gpu, f"{field}.environment.gpus[{index}]", "a GPU model name")
+    for index, outcome in enumerate(recording.earlier_attempts):
+        check(EARLIER_ATTEMPT, outcome, f"{field}.earlier_attempts[{index}]", "how a live run ended")
     check_symptoms(recording, field)
 
 

@@ -73,6 +73,7 @@ def now() -> str:
 def build_recording(
     scenario_id: str, kind: str, launched: Launched, found: tuple[Symptom, ...], comparison: Comparison | None,
     expected: tuple[str, ...], missing: tuple[str, ...], expected_verdict: str, reproduced: bool,
+    earlier_attempts: tuple[str, ...] = (),
 ) -> Recording:
     """The one place a Recording is made, for runs, replays and baselines alike."""
     return Recording(
@@ -95,7 +96,20 @@ def build_recording(
         missing_signatures=missing,
         expected_verdict=expected_verdict,
         reproduced=reproduced,
+        earlier_attempts=earlier_attempts,
     )
+
+
+def set_aside_run_logs(keep_logs: Path | None, attempt: int) -> None:
+    """Before a race runs again: the kept logs of its run `attempt` move from run/ to
+    run.attempt<N>/, so the last run's are always run/ and none is overwritten."""
+    if keep_logs is None or not (keep_logs / "run").is_dir():
+        return
+    aside, again = keep_logs / f"run.attempt{attempt}", 1
+    while aside.exists():  # left by an earlier command given the same directory
+        again += 1
+        aside = keep_logs / f"run.attempt{attempt}.{again}"
+    (keep_logs / "run").rename(aside)
 
 
 def topology_name(scenario: Scenario) -> str:

@@ -13,8 +13,6 @@ import dataclasses
 import ipaddress
 import re
 
-from .log_scan import LOCAL_RANK_IN_PATH, NODE_IN_PATH, number_in
-
 NUMBER = r"(-?\d+)"
 ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
     # [host]:port, the port left out or a placeholder; the host an address or a dotted name, never [rank3]
@@ -222,7 +220,7 @@ NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-con
 
 
 def read_facts(evidence) -> Facts:
-    """Facts from evidence lines (anything with .signature, .rank and .line)."""
+    """Facts from evidence lines (anything with .signature, .rank, .line and .place)."""
     facts = Facts()
     for item in evidence:
         readers = READERS.get(item.signature, ())
@@ -231,9 +229,8 @@ def read_facts(evidence) -> Facts:
             _read_devices(facts, rank, line)
         if item.signature == "invalid-device-ordinal" and rank is not None:
             facts.ordinal_ranks.add(rank)
-            local_rank = number_in(LOCAL_RANK_IN_PATH, item.path)
-            if local_rank is not None:
-                facts.ordinal_local_ranks.add((rank, local_rank))
+            if item.place.local_rank is not None:
+                facts.ordinal_local_ranks.add((rank, item.place.local_rank))
         if "duplicates" in readers:
             facts.duplicate_ranks.update(int(r) for pair in DUPLICATE.findall(line) for r in pair)
         if "topology" in readers:
@@ -255,7 +252,7 @@ def read_facts(evidence) -> Facts:
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
         if item.signature == "collective-timeout" and rank is not None:
-            facts.timed_out[rank] = number_in(NODE_IN_PATH, item.path)
+            facts.timed_out[rank] = item.place.node
         if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
         if item.signature == "ctx-nccl-init-complete":

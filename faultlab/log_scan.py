@@ -54,12 +54,29 @@ ERROR_LINE = "error-line"  # the finder's label for them
 ERROR_WORD = re.compile("rror|ailed|xception|atal|imed out")
 
 @dataclasses.dataclass(frozen=True)
+class JobPlace:
+    """Where a file sits in the job (node, rank, local rank), as its place label says: the part
+    of its path below the inputs' deepest common directory. A directory above the inputs
+    ('/tmp/case-rank1-crash/', a test's temporary directory) names nothing in the job."""
+
+    node: int | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+
+    @classmethod
+    def of(cls, label: str) -> "JobPlace":
+        return cls(number_in(NODE_IN_PATH, label), number_in(RANK_IN_PATH, label),
+                   number_in(LOCAL_RANK_IN_PATH, label))
+
+
+@dataclasses.dataclass(frozen=True)
 class Evidence:
     signature: str
     path: str
     line_number: int
-    rank: int | None
+    rank: int | None  # the line's own rank prefix, else its file's
     line: str
+    place: JobPlace = JobPlace()  # its file's
 
 
 
@@ -81,24 +98,24 @@ class _FileScan:
     size: int
 
 
-def _scan_file(path: str) -> _FileScan:
+def _scan_file(path: str, place: JobPlace) -> _FileScan:
     try:
         with userfiles.open_regular(path) as stream:  # never blocks, even if a FIFO took its place
-            return scan_stream(stream, path)
+            return scan_stream(stream, path, place)
     except OSError as error:
         return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0)
     except BadInput as refused:
         return _FileScan([], [], f"{refused}, skipped", 0)
 
 
-def scan_stream(stream, path: str) -> _FileScan:
+def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
     """Stream one input; keep a few lines per signature and rank."""
     head = stream.read(BINARY_SNIFF_BYTES)
     if not head:
         return _FileScan([], [], f"{path}: empty", 0)
     if b"\0" in head:
         return _FileScan([], [], f"{path}: binary, skipped", 0)
-    state = _BlockState(path, number_in(RANK_IN_PATH, path))
+    state = _BlockState(path, place)
     carry, block, size = b"", head, 0
     while block:
         size += len(block)
@@ -177,8 +194,8 @@ def _window(line: str, regex: re.Pattern) -> str:
 class _BlockState:
     """One input's scan: kept lines, counts per (signature, rank), line numbers so far."""
 
-    def __init__(self, path: str, file_rank: int | None) -> None:
-        self.path, self.file_rank = path, file_rank
+    def __init__(self, path: str, place: JobPlace) -> None:
+        self.path, self.place = path, place
         self.kept: collections.Counter = collections.Counter()
         self.evidence: list[Evidence] = []
         self.errors: list[Evidence] = []
@@ -217,7 +234,7 @@ class _BlockState:
             return False
         # A rank prefix sits near the start: look there first (the leftmost match either way).
         match = RANK_PREFIX_BYTES.search(raw, 0, RANK_PREFIX_REACH) or RANK_PREFIX_BYTES.search(raw)
-        rank = int(match[match.lastindex]) if match else self.file_rank
+        rank = int(match[match.lastindex]) if match else self.place.rank
         kept = self.kept
         for label in labels:
             if label != ERROR_LINE and kept[label, rank] < KEEP[label]:
@@ -258,14 +275,15 @@ class _BlockState:
         if known is None:
             known = self._read(raw, labels)
         text, line_rank, matched = known
-        rank = self.file_rank if line_rank is None else line_rank
+        rank = self.place.rank if line_rank is None else line_rank
         for signature_id in matched:
             if self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep:
                 self.kept[signature_id, rank] += 1
                 line = _window(text, SIGNATURES_BY_ID[signature_id].regex)
-                self.evidence.append(Evidence(signature_id, self.path, line_number, rank, line))
+                self.evidence.append(Evidence(signature_id, self.path, line_number, rank, line, self.place))
         if ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT:
-            self.errors.append(Evidence(ERROR_LINE, self.path, line_number, rank, _window(text, ERROR_WORD)))
+            self.errors.append(Evidence(ERROR_LINE, self.path, line_number, rank, _window(text, ERROR_WORD),
+                                        self.place))
 
     def _read(self, raw: bytes, labels: set[str]) -> tuple:
         text = ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
@@ -314,7 +332,16 @@ def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
     return files, notes, missing
 
 
-def scan_all(files: list[str], workers: int | None) -> list[_FileScan]:
+def job_places(paths: list[Path], files: list[str]) -> list[JobPlace]:
+    """The place of each of `files` (found under `paths` by log_files), from the part of its path
+    below the deepest directory common to the inputs: a directory given is that directory, a
+    file given its parent."""
+    tops = [os.path.abspath(path if path.is_dir() else path.parent) for path in paths]
+    common = os.path.commonpath(tops) if tops else os.sep
+    return [JobPlace.of(os.path.relpath(os.path.abspath(file), common)) for file in files]
+
+
+def scan_all(files: list[str], places: list[JobPlace], workers: int | None) -> list[_FileScan]:
     """Scan every file: in this process, or across forked processes where there is enough to share.
 
     The scan is CPU-bound and holds the GIL, so threads only add contention (measured slower
@@ -327,9 +354,9 @@ def scan_all(files: list[str], workers: int | None) -> list[_FileScan]:
         with contextlib.suppress(OSError):  # gone since it was listed: _scan_file notes it
             total += os.path.getsize(path)
     if workers < 2 or total < PARALLEL_MIN_BYTES or threading.active_count() > 1:
-        return [_scan_file(path) for path in files]
+        return [_scan_file(path, place) for path, place in zip(files, places)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
         chunk = max(1, len(files) // (workers * 8))  # many files per task: fewer round trips, still balanced
-        return list(pool.map(_scan_file, files, chunksize=chunk))
+        return list(pool.map(_scan_file, files, places, chunksize=chunk))
 
 

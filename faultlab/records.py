@@ -208,6 +208,9 @@ class Recording:
     missing_signatures: tuple[str, ...]
     expected_verdict: str
     reproduced: bool
+    # A race run again until its outcome showed: how each earlier live run ended ("healthy,
+    # without store-connect-reset-retry"); that run's logs were not kept in the recording.
+    earlier_attempts: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ import time
 from . import compare, recording_files, symptoms
 from .errors import EnvironmentProblem
 from .host import Host
-from .launchers import LocalLauncher, ReplayLauncher, RunOptions, build_recording
+from .launchers import LocalLauncher, ReplayLauncher, RunOptions, build_recording, set_aside_run_logs
 from .records import Capture, Recording
 from .scenario import Scenario
 
@@ -52,13 +52,22 @@ def evaluate(scenario: Scenario, capture: Capture, baseline_capture: Capture, ba
 
 def run_scenario(scenario: Scenario, store, launcher, backend: str | None,
                  options: RunOptions = RunOptions()) -> Recording:
-    """Launch `scenario` with `launcher`, evaluate it against its baseline, store it."""
-    launched = launcher.launch(scenario, backend, store, options)
-    found, comparison, expected, missing, reproduced = evaluate(
-        scenario, launched.capture, launched.baseline.capture, launched.baseline.symptoms, launched.backend
-    )
+    """Launch `scenario` with `launcher`, evaluate it against its baseline, store it. A race
+    (expect.attempts > 1) runs live again until its outcome shows, at most that many times;
+    the earlier runs are named in the recording, their logs set aside beside the last's."""
+    earlier: list[str] = []
+    while True:
+        launched = launcher.launch(scenario, backend, store, options)
+        found, comparison, expected, missing, reproduced = evaluate(
+            scenario, launched.capture, launched.baseline.capture, launched.baseline.symptoms, launched.backend
+        )
+        if reproduced or not launched.live or len(earlier) + 1 >= scenario.expect.attempts:
+            break
+        earlier.append(f"{comparison.verdict}" + (f", without {', '.join(missing)}" if missing else ""))
+        set_aside_run_logs(options.keep_logs, len(earlier))
+        options = dataclasses.replace(options, fresh_baseline=False)  # the baseline just made stands
     recording = build_recording(scenario.id, "run", launched, found, comparison, expected, missing,
-                                scenario.expect.verdict, reproduced)
+                                scenario.expect.verdict, reproduced, tuple(earlier))
     store.save(recording)
     if options.record_to and launched.live:
         recording_files.write(options.record_to, recording, launched.baseline)

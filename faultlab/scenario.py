@@ -23,6 +23,7 @@ SCENARIOS_ENV = "FAULTLAB_SCENARIOS"
 PACKS_FILE = "packs.yaml"  # drill packs, beside the scenarios
 BACKENDS = ("auto", "gloo", "nccl")
 VERDICTS = ("healthy", "wrong-result", "crashed", "hung", "warnings-only")
+MAX_ATTEMPTS = 3  # a race that shows less often than that is not a scenario a drill can rely on
 # Environment a scenario may set: exact names and prefixes. Never PATH, LD_*, PYTHON*.
 ENV_ALLOWED_NAMES = frozenset(
     {
@@ -74,6 +75,7 @@ class Expectation:
     signatures: tuple[str, ...] = ()
     gloo_signatures: tuple[str, ...] = ()
     nccl_signatures: tuple[str, ...] = ()
+    attempts: int = 1  # live runs a race may take before its outcome shows
 
     def signatures_for(self, backend: str) -> tuple[str, ...]:
         extra = self.nccl_signatures if backend == "nccl" else self.gloo_signatures
@@ -334,9 +336,11 @@ def _parse_expect(top: _Fields) -> Expectation:
         signatures=signature_list("signatures"),
         gloo_signatures=signature_list("gloo_signatures"),
         nccl_signatures=signature_list("nccl_signatures"),
+        attempts=fields.get("attempts", int, 1),
     )
     if expect.verdict not in VERDICTS:
         top.fail("expect.verdict", f"{excerpt(expect.verdict)} is not one of {', '.join(VERDICTS)}")
+    _check_range(top, "expect.attempts", expect.attempts, 1, MAX_ATTEMPTS)
     return expect
 
 

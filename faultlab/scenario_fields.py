@@ -49,6 +49,8 @@ SCENARIO_FIELDS: tuple[FieldDoc, ...] = (
     FieldDoc("expect.signatures", "list of signature ids", False, "signatures that must be found"),
     FieldDoc("expect.gloo_signatures", "list of signature ids", False, "added on gloo only"),
     FieldDoc("expect.nccl_signatures", "list of signature ids", False, "added on nccl only"),
+    FieldDoc("expect.attempts", "integer 1..3", False, "a race: live runs faultlab may make until the outcome shows "
+             "(default 1; the explanation says why); earlier runs are reported with the one that showed it"),
     FieldDoc("answer", "mapping", True, "the answer key drills score against"),
     FieldDoc("answer.cause", "cause id", True, "from `faultlab causes`"),
     FieldDoc("answer.culprit", "{node: N} | {rank: R} | job", True, "the culprit, not a victim"),

@@ -38,6 +38,32 @@ def test_culprit_and_victims_from_rank_prefixes(tmp_path):
     assert all("\x1b" not in item.line for item in found.evidence)
 
 
+ORDINAL_TRACEBACK = ('Traceback (most recent call last):\n  File "train.py", line 5, in <module>\n'
+                     'RuntimeError: CUDA error: invalid device ordinal\n')
+
+
+@pytest.mark.parametrize("given", ["file", "directory"])
+def test_directories_above_the_inputs_name_no_rank_or_node(tmp_path, given):
+    """A case kept in '.../case_rank_1_node_3/' is not rank 1 of node 3: only the part of a
+    path below what was given (and what tells several inputs apart) places a file in the job."""
+    case = tmp_path / "case_rank_1_node_3"
+    case.mkdir()
+    (case / "job.log").write_text(ORDINAL_TRACEBACK)
+    found = diagnose.diagnose([case / "job.log" if given == "file" else case])
+    assert found.culprits == () and found.culprit is None and found.culprit_node is None
+    assert {item.place for item in found.evidence} == {log_scan.JobPlace()}
+
+
+def test_the_parts_that_tell_inputs_apart_place_them(tmp_path):
+    for node in (0, 1):
+        (tmp_path / "rank_9" / f"node{node}").mkdir(parents=True)
+        (tmp_path / "rank_9" / f"node{node}" / f"local0-rank{node}.log").write_text(
+            ORDINAL_TRACEBACK if node else "[rank0]: still waiting\n")
+    found = diagnose.diagnose([tmp_path / "rank_9" / "node0", tmp_path / "rank_9" / "node1"])
+    assert (found.culprit, found.culprit_node) == (1, 1)
+    assert {item.place for item in found.evidence} == {log_scan.JobPlace(node=1, rank=1, local_rank=0)}
+
+
 def test_unknown_failure_shows_error_lines_instead_of_guessing(tmp_path):
     (tmp_path / "rank_2.log").write_text("starting\nRuntimeError: the flux capacitor failed\n")
     found = diagnose.diagnose([tmp_path])

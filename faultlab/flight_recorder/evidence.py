@@ -21,7 +21,7 @@ from .dumps import HostileDump, load_dump, rank_of_file
 from .records import Analysis, FlightRecorderCapture, MissingDump
 
 PICKLE_MAGIC = b"\x80"  # protocol 2 and later begin with PROTO
-RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$)")
+RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?=[/_.-]|$)")
 MAX_ERROR_FILE_BYTES = 4 * 1024 * 1024
 
 
@@ -85,9 +85,9 @@ def _error_file(path: Path) -> ErrorFile | None:
         message = message.get("message", "")
     if not isinstance(message, str):
         return None
-    match = RANK_IN_PATH.search(str(path).replace(os.sep, "/"))
+    ranks = RANK_IN_PATH.findall(str(path).replace(os.sep, "/"))  # the deepest names the file's own
     first = next((line for line in message.splitlines() if line.strip()), "")
-    return ErrorFile(str(path), int(match.group(1)) if match else None, first.strip(),
+    return ErrorFile(str(path), int(ranks[-1]) if ranks else None, first.strip(),
                      str(info.get("timestamp", "")) if isinstance(info, dict) else "")
 
 

@@ -106,6 +106,15 @@ def symptom_lines(recording: Recording, width: int | None = 100) -> list[str]:
     return lines
 
 
+def _earlier_attempts(recording: Recording, width: int | None) -> list[str]:
+    """A race's live runs before this one (none where it showed at once)."""
+    if not recording.earlier_attempts:
+        return []
+    earlier = "; ".join(f"run {number}: {outcome}" for number, outcome in enumerate(recording.earlier_attempts, 1))
+    return _wrapped(f"a race, run live {len(recording.earlier_attempts) + 1} times: this is the last ({earlier})",
+                    width)
+
+
 def run_report(scenario: Scenario, recording: Recording, show_explanation: bool = True,
                width: int | None = 100) -> str:
     capture = recording.capture
@@ -117,6 +126,7 @@ def run_report(scenario: Scenario, recording: Recording, show_explanation: bool 
         f"{how} on {recording.backend}, {topology.nodes} node(s) x {topology.ranks_per_node} rank(s), "
         f"timeout {capture.timeout_s:g}s, ran {capture.duration_s:.1f}s"
         + (f", debug knob: {recording.debug}" if recording.debug else ""),
+        *_earlier_attempts(recording, width),
         f"network: {capture.network}",
         "",
         "Ticket:",
