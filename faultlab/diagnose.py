@@ -112,18 +112,18 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     files, file_notes, missing = log_files(given)
     if missing and not files and not scans:
         raise BadInput("; ".join(missing))
-    job_places_of_files = job_places([path for path in given if os.path.lexists(path)], files)
-    file_scans = scan_all(files, job_places_of_files, workers)
+    in_job = job_places([path for path in given if os.path.lexists(path)], files)
+    file_scans = scan_all(files, in_job, workers)
     scans += file_scans
     notes += file_notes + missing + [scan.note for scan in scans if scan.note]
-    places = [FilePlace(place.node, place.rank, bool(scan.size)) for place, scan in zip(job_places_of_files, file_scans)]
+    places = [FilePlace(place.node, place.rank, bool(scan.size)) for place, scan in zip(in_job, file_scans)]
     found = _assemble(scans, places, notes, cause_counts, inputs=len(files) + reads_stdin)
     return _with_flight_recorder(found, [path for path in paths if str(path) != STDIN])
 
 
 @dataclasses.dataclass(frozen=True)
 class FilePlace:
-    """Where one input file sits in the job, as its path says, and whether it holds any text."""
+    """Where one input file sits in the job (its JobPlace's node and rank), and whether it holds any text."""
 
     node: int | None
     rank: int | None

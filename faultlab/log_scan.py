@@ -53,20 +53,21 @@ ERROR_LINES_KEPT = 20
 ERROR_LINE = "error-line"  # the finder's label for them
 ERROR_WORD = re.compile("rror|ailed|xception|atal|imed out")
 
+
 @dataclasses.dataclass(frozen=True)
 class JobPlace:
-    """Where a file sits in the job (node, rank, local rank), as its place label says: the part
-    of its path below the inputs' deepest common directory. A directory above the inputs
-    ('/tmp/case-rank1-crash/', a test's temporary directory) names nothing in the job."""
+    """Where a file sits in the job (node, rank, local rank), as the part of its path below the
+    inputs' deepest common directory says. A directory above the inputs ('/tmp/case-rank1-crash/',
+    a test's temporary directory) names nothing in the job."""
 
     node: int | None = None
     rank: int | None = None
     local_rank: int | None = None
 
     @classmethod
-    def of(cls, label: str) -> "JobPlace":
-        return cls(number_in(NODE_IN_PATH, label), number_in(RANK_IN_PATH, label),
-                   number_in(LOCAL_RANK_IN_PATH, label))
+    def of(cls, below: str) -> "JobPlace":
+        return cls(number_in(NODE_IN_PATH, below), number_in(RANK_IN_PATH, below),
+                   number_in(LOCAL_RANK_IN_PATH, below))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +78,6 @@ class Evidence:
     rank: int | None  # the line's own rank prefix, else its file's
     line: str
     place: JobPlace = JobPlace()  # its file's
-
 
 
 def number_in(pattern: re.Pattern, text: str) -> int | None:
