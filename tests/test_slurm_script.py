@@ -1,6 +1,7 @@
 """The SLURM side without a cluster: the job script, options and config files, refusals, preflight's reasoning."""
 
 import dataclasses
+import os
 import shutil
 import subprocess
 
@@ -177,3 +178,57 @@ def test_a_step_script_runs_srun_in_the_allocation_on_its_nodes():
 def test_the_script_takes_the_store_host_from_its_own_nodes():
     assert 'first_node=$(scontrol show hostnames "$NODES" | head -n 1)' in render("healthy")
     assert "NODES=$SLURM_JOB_NODELIST" in render("healthy")
+
+
+def fake_slurm(directory, squeue_failures: int, squeue_error: str = "slurm_load_jobs error: Unable to contact slurm "
+               "controller (connect failure)"):
+    """sbatch, squeue and scancel on PATH that log their calls: squeue fails `squeue_failures`
+    times, then lists nothing (the job and its steps left)."""
+    calls = directory / "calls"
+    for name, body in {
+        "sbatch": 'echo "7;cluster"',
+        "scancel": "",
+        "squeue": f'n=$(grep -c "^squeue" "{calls}"); '
+                  f'if [ "$n" -le {squeue_failures} ]; then echo "{squeue_error}" >&2; exit 1; fi',
+    }.items():
+        command = directory / name
+        command.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\n{body}\n')
+        command.chmod(0o755)
+    return calls
+
+
+def test_a_squeue_that_fails_is_an_error_not_a_job_without_steps(monkeypatch, tmp_path):
+    from faultlab.slurm import scheduler
+
+    fake_slurm(tmp_path, squeue_failures=1)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")  # these first
+    with pytest.raises(EnvironmentProblem, match="squeue failed: slurm_load_jobs error: Unable to contact"):
+        scheduler.job_steps("7")
+    assert scheduler.job_steps("7") == {}  # answered: nothing listed
+    fake_slurm(tmp_path, squeue_failures=99, squeue_error="slurm_load_jobs error: Invalid job id specified")
+    assert scheduler.job_steps("7") == {}  # the job left: no steps
+
+
+def test_a_job_whose_state_squeue_cannot_tell_is_cancelled_and_waited_for(monkeypatch, tmp_path):
+    from faultlab.slurm import scheduler
+
+    calls = fake_slurm(tmp_path, squeue_failures=3)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")  # these first
+    with scheduler.submitted(tmp_path / "job.sh", tmp_path / "job.out") as job:
+        assert job.id == "7"
+    made = calls.read_text().splitlines()
+    assert [line.split()[0] for line in made] == ["sbatch", "squeue", "scancel", "squeue", "squeue", "squeue"]
+    assert "scancel 7" in made
+
+
+def test_a_step_squeue_never_answers_for_is_named_at_the_limit(monkeypatch, tmp_path):
+    from faultlab.slurm.steps import Step
+
+    fake_slurm(tmp_path, squeue_failures=999)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")  # these first
+    srun = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    step = Step(srun, "7", "faultlab-x-r1")
+    step.cancel()  # squeue cannot say which step: the local srun is terminated instead
+    assert srun.wait(timeout=10) == -15
+    with pytest.raises(EnvironmentProblem, match=r"still there 1 s after it was cancelled \(squeue failed: "):
+        step.wait_until_gone(limit_s=1.0)

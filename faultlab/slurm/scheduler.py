@@ -68,16 +68,30 @@ def cancel(job_id: str) -> None:
 
 
 def job_steps(job_id: str) -> dict[str, str]:
-    """The job's steps squeue lists: step name -> 'JOB.STEP'."""
+    """The job's steps squeue lists: step name -> 'JOB.STEP'; none once the job left. A squeue
+    that fails otherwise raises: an empty answer would read as 'every step ended'."""
     done = _run("squeue", "--noheader", "--steps", f"--jobs={job_id}", "--format=%i %j")
+    if done.returncode != 0:
+        if "Invalid job id" in (done.stderr or ""):
+            return {}
+        raise EnvironmentProblem(f"squeue failed: {_first_line(done)}")
     return {fields[1]: fields[0] for fields in map(str.split, done.stdout.splitlines()) if len(fields) == 2}
 
 
 def wait_until_gone(job_id: str, limit_s: float = LEAVE_QUEUE_S) -> None:
-    end = time.monotonic() + limit_s
-    while state(job_id) is not None:
+    """Until squeue no longer lists the job; a squeue that fails meanwhile (slurmctld busy) is
+    asked again, and named if it never answers."""
+    end, unanswered = time.monotonic() + limit_s, ""
+    while True:
+        try:
+            listed, unanswered = state(job_id) is not None, ""
+        except EnvironmentProblem as problem:
+            listed, unanswered = True, f" ({problem})"
+        if not listed:
+            return
         if time.monotonic() >= end:
-            raise EnvironmentProblem(f"SLURM job {job_id} is still in squeue {limit_s:.0f} s after it was cancelled")
+            raise EnvironmentProblem(f"SLURM job {job_id} is still in squeue {limit_s:.0f} s after it was cancelled"
+                                     f"{unanswered}")
         time.sleep(POLL_S)
 
 
@@ -103,8 +117,12 @@ def submitted(script: Path, output: Path):
     try:
         yield Job(job_id)
     finally:
-        with contextlib.suppress(EnvironmentProblem):
-            if state(job_id) not in (None, "COMPLETED", "COMPLETING"):
+        try:
+            ended = state(job_id) in (None, "COMPLETED", "COMPLETING")
+        except EnvironmentProblem:
+            ended = False  # squeue cannot tell now: cancel (a job that ended meanwhile ignores it)
+        if not ended:
+            with contextlib.suppress(EnvironmentProblem):
                 cancel(job_id)
         wait_until_gone(job_id)
 

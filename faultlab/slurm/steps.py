@@ -42,19 +42,31 @@ class Step:
         return "PENDING" if self.process.poll() is None else None
 
     def cancel(self) -> None:
-        """scancel the step; an srun still waiting for its step is stopped instead."""
-        step_id = self.step_id()
-        if step_id is not None:
-            scheduler.cancel(step_id)
-        elif self.process.poll() is None:
+        """scancel the step; an srun still waiting for its step, or whose step squeue cannot tell
+        now, is stopped instead (srun ends its step when it is terminated)."""
+        with contextlib.suppress(EnvironmentProblem):
+            step_id = self.step_id()
+            if step_id is not None:
+                scheduler.cancel(step_id)
+                return
+        if self.process.poll() is None:
             _signal_group(self.process, signal.SIGTERM)
 
     def wait_until_gone(self, limit_s: float = scheduler.LEAVE_QUEUE_S) -> None:
-        end = time.monotonic() + limit_s
-        while self.step_id() is not None or self.process.poll() is None:
+        """Until squeue no longer lists the step and the local srun exited; a squeue that fails
+        meanwhile (slurmctld busy) is asked again, and named if it never answers."""
+        end, unanswered = time.monotonic() + limit_s, ""
+        while True:
+            try:
+                listed, unanswered = self.step_id() is not None, ""
+            except EnvironmentProblem as problem:
+                listed, unanswered = True, f" ({problem})"
+            if not listed and self.process.poll() is not None:
+                return
             if time.monotonic() >= end:
                 _signal_group(self.process, signal.SIGKILL)
-                raise EnvironmentProblem(f"{self.label} is still there {limit_s:.0f} s after it was cancelled")
+                raise EnvironmentProblem(f"{self.label} is still there {limit_s:.0f} s after it was cancelled"
+                                         f"{unanswered}")
             time.sleep(scheduler.POLL_S)
 
 
@@ -77,9 +89,7 @@ def started(script: Path, output: Path, job_id: str, name: str):
         yield step
     finally:
         try:
-            with contextlib.suppress(EnvironmentProblem):
-                if step.state() is not None:
-                    step.cancel()
+            step.cancel()
             step.wait_until_gone()
         finally:
             if process.poll() is None:
