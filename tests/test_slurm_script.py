@@ -232,3 +232,18 @@ def test_a_step_squeue_never_answers_for_is_named_at_the_limit(monkeypatch, tmp_
     assert srun.wait(timeout=10) == -15
     with pytest.raises(EnvironmentProblem, match=r"still there 1 s after it was cancelled \(squeue failed: "):
         step.wait_until_gone(limit_s=1.0)
+
+
+def test_every_step_in_an_allocation_gets_a_port_of_its_own_across_launchers(monkeypatch):
+    """preflight makes a launcher per group it checks, all in one allocation: their steps must not
+    share a port a stopped predecessor may still hold."""
+    from faultlab.slurm import scheduler
+
+    monkeypatch.setattr(scheduler, "job_nodes", lambda job_id: ["n1", "n2", "n3"])
+    monkeypatch.setattr(scheduler, "expand_nodelist", lambda nodelist: nodelist.split(","))
+    healthy = scenarios.resolve("healthy")
+    plan = build_plan(healthy, "gloo", cluster_env={})
+    options = dataclasses.replace(OPTIONS, jobid="90210")
+    ports = [SlurmLauncher(dataclasses.replace(options, nodelist=group))._step(plan, healthy, "r").master_port
+             for group in ("n1,n2", "n1,n3", "n2,n3", "n1,n2")]
+    assert len(set(ports)) == 4, ports

@@ -11,6 +11,7 @@ error, and faultlab returns only once squeue no longer lists it.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -34,6 +35,9 @@ from .options import SlurmOptions
 FILE_POLL_S = 0.1  # how often the shared directory is looked at
 QUEUE_POLL_S = 2.0  # how often squeue is asked (gently: a real controller serves many users)
 SHARED_FS_GRACE_S = 5.0  # a finished job's last files may take this long to show on a shared file system
+# Steps this process started in each allocation, across launchers (preflight makes one per group
+# checked): each step gets a port of its own, so none meets a port its predecessor left behind.
+STEPS_STARTED: collections.Counter = collections.Counter()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +56,6 @@ class SlurmLauncher(LiveLauncher):
         self._cluster: str | None = None
         self._node_facts: dict | None = None  # node 0's facts from the latest run
         self.last_hosts: dict[int, str] = {}  # node index -> SLURM node name, in the latest run
-        self._steps = 0  # steps started in the allocation so far (each gets its own port)
 
     # --- what runs -------------------------------------------------------------------------
 
@@ -101,9 +104,9 @@ class SlurmLauncher(LiveLauncher):
         if len(nodes) < len(plan.nodes):
             raise EnvironmentProblem(f"allocation {job_id} has {len(nodes)} node(s) to use; the run needs "
                                      f"{len(plan.nodes)}")
-        self._steps += 1
+        STEPS_STARTED[job_id] += 1
         return script.StepTarget(job_id, tuple(nodes[:len(plan.nodes)]), f"faultlab-{scenario.id}-{run_id}",
-                                 script.step_port(job_id, self._steps))
+                                 script.step_port(job_id, STEPS_STARTED[job_id]))
 
     def new_run_dir(self, scenario: Scenario) -> tuple[RunDir, str]:
         run_id = uuid.uuid4().hex[:12]
