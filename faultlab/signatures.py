@@ -72,9 +72,20 @@ NETWORK: tuple[Signature, ...] = (
                 "Only one usage of each socket address", "errno: 10048"),
       suggests=("port-in-use", "duplicate-node-rank"), family="port-taken", specificity=0.9),
     S("server-bind-failed", "Store server failed to bind its port",
-      r"socket has failed to bind to \S+ \(errno: \d+", "culprit",
-      "The store server could not bind MASTER_PORT; the errno says why (98: taken, 13: a port below 1024).",
-      literals=("has failed to bind to",), suggests=("port-in-use",), family="port-taken", specificity=0.6),
+      # libuv's EADDRINUSE (-98) is address-in-use's; its other codes (EACCES -13 ...) only here
+      r"socket has failed to bind to \S+ \(errno: \d+|server socket has failed to bind\. port: \d+, "
+      r"useIpv6: \d+, code: -(?!98\b)\d+", "culprit",
+      "The store server could not bind MASTER_PORT; the errno says why (98: taken, 13: a port below 1024). "
+      "torch >= 2.4's libuv server words it 'failed to bind. port: ..., code: ..., name: ...'.",
+      literals=("has failed to bind",),
+      suggests=("port-in-use",), family="port-taken", specificity=0.6),
+    S("master-port-invalid", "MASTER_PORT or the rendezvous port is not a port number",
+      r"port must have value from 0 to 65535|rendezvous: port number missing"
+      r"|port number of the rendezvous endpoint .* must be an integer", "culprit",
+      "The port given to the store (MASTER_PORT, init_method's tcp://host:port, --rdzv_endpoint) is missing or "
+      "out of range: the launch command or the environment spells it wrong.",
+      literals=("port must have value from 0 to 65535", "port number missing", "port number of the rendezvous endpoint"),
+      suggests=("wrong-master-port",), family="port-config", specificity=0.85),
     S("client-connect-timeout", "Client timed out connecting to the store",
       r"client socket has timed out after \d+m?s while trying to connect to|connect\(\) timed out\. Original timeout",
       "culprit", "This process dialed host:port and nobody answered there: compare that port with node 0's.",
@@ -98,10 +109,13 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
     S("connect-timed-out", "A TCP connect timed out: nothing answered the SYN",
       r"connect (?:to \S+ )?returned Connection timed out|connect \[[^\]]+\]:\d+: Connection timed out"
-      r"|The server socket on \S+ has timed out, will retry", "culprit",
+      r"|The server socket on \S+ has timed out, will retry|SO_ERROR: Connection timed out"
+      # torch <= 1.8's store client, as the exception's whole message
+      r"|^(?:RuntimeError: )?Connection timed out\s*$", "culprit",
       "NCCL, gloo or torch dialed an address and no answer came at all (not even a refusal): a firewall "
       "dropping packets, an interface the peer cannot route to, or a host that is down.",
-      literals=("returned Connection timed out", ": Connection timed out", "has timed out, will retry"),
+      literals=("returned Connection timed out", ": Connection timed out", "has timed out, will retry",
+                "Connection timed out"),
       suggests=("firewall", "wrong-socket-interface", "wrong-master-addr"), family="connect-failed", specificity=0.75),
     S("ssh-unreachable", "The launcher could not reach a node over ssh",
       r"was not reachable via ssh|ssh exited with exit code 255|ssh: connect to host \S+ port \d+: ", "culprit",
@@ -112,17 +126,32 @@ NETWORK: tuple[Signature, ...] = (
     S("name-not-resolved", "A host name does not resolve",
       r"gai error: -\d+|Name or service not known|Temporary failure in name resolution|[Hh]ost not found"
       r"|nodename nor servname|getaddrinfo failed|No address associated with hostname|gaierror"
-      r"|\[Errno -[2358]\]", "culprit",
-      "A host name (MASTER_ADDR, the rendezvous endpoint, this host's own name) has no address here.",
+      r"|\[Errno -[2358]\]|hostname of the rendezvous endpoint .* must be a dot-separated list"
+      r"|Unable to detect suitable master address", "culprit",
+      "A host name (MASTER_ADDR, the rendezvous endpoint, this host's own name) has no address here, or is "
+      "not a host name at all.",
       literals=("gai error", "Name or service not known", "Temporary failure in name resolution", "ost not found",
                 "nodename nor servname", "getaddrinfo failed", "No address associated with hostname", "gaierror",
-                "[Errno -2]", "[Errno -3]", "[Errno -5]", "[Errno -8]"),
+                "[Errno -2]", "[Errno -3]", "[Errno -5]", "[Errno -8]", "hostname of the rendezvous endpoint",
+                "Unable to detect suitable master address"),
       suggests=("wrong-master-addr",), family="name-resolution"),
     S("rendezvous-connect-failed", "The launcher could not reach the rendezvous store",
       r"RendezvousConnectionError|connection to the C10d store has failed", "culprit",
       "This node's launcher could not connect to --rdzv_endpoint: wrong host or port, or blocked.", ("launcher",),
       literals=("RendezvousConnectionError", "connection to the C10d store has failed"),
       suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
+    S("rendezvous-closed", "The rendezvous was closed before this node could join it",
+      r"RendezvousClosedError", "victim",
+      "The other nodes' launchers had already closed the rendezvous: they finished, or gave up after a "
+      "worker failed past --max-restarts; this node came late or was left behind.", ("launcher",),
+      literals=("RendezvousClosedError",), suggests=("rank-crash", "world-size-mismatch"), family="waiting",
+      effect="side", specificity=0.4),
+    S("store-not-listening-yet", "Nothing listens at the store's address yet: the client keeps retrying",
+      r"No socket on \(\S+, \d+\) is listening yet", "victim",
+      "torch's store client found the address refusing and retries (an INFO line): the store host is late, or "
+      "this rank dials a port (or host) where no store will ever listen.",
+      literals=("is listening yet",), suggests=("wrong-master-port", "late-store-host", "wrong-master-addr"),
+      family="connect-failed", effect="side", specificity=0.5),
     S("rendezvous-timeout", "The rendezvous timed out waiting for nodes", r"RendezvousTimeoutError", "victim",
       "This launcher waited for the other nodes to join the rendezvous; some never came.", ("launcher",),
       literals=("RendezvousTimeoutError",), suggests=("wrong-master-addr", "firewall", "world-size-mismatch"),
@@ -154,10 +183,12 @@ NETWORK: tuple[Signature, ...] = (
       literals=("torchelastic/assigned_ranks/",), suggests=("shared-master-port", "world-size-mismatch"),
       family="rank-assignment", specificity=0.7),
     S("store-ping-mismatch", "The store at MASTER_ADDR:MASTER_PORT is not this job's",
-      r"Ping failed, invalid (?:nonce|value) returned", "culprit",
+      # torch <= 2.2 found out later, when a wait's answer came in another protocol's shape
+      r"Ping failed, invalid (?:nonce|value) returned|(?:Stop_waiting|wait_canceled) response is expected", "culprit",
       "The client's handshake got an answer it did not expect: another job's store, or another program, "
       "listens on that address and port.",
-      literals=("Ping failed, invalid",), suggests=("shared-master-port", "port-in-use"), family="rank-assignment",
+      literals=("Ping failed, invalid", "response is expected"), suggests=("shared-master-port", "port-in-use"),
+      family="rank-assignment",
       specificity=0.7),
     S("rendezvous-clients-timeout", "Master's store timed out waiting for the other nodes",
       r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "victim",
@@ -184,11 +215,14 @@ NETWORK: tuple[Signature, ...] = (
       literals=("but somaxconn is",), suggests=("listen-backlog-overflow",), family="store-backlog",
       specificity=0.85),
     S("libuv-store-unavailable", "The libuv TCPStore was requested but this torch was built without libuv",
-      r"use_libuv was requested but PyTorch was buil[dt] without libuv|(?:buil[dt]|compiled) without libuv support",
+      r"use_libuv was requested but PyTorch was buil[dt] without libuv|(?:buil[dt]|compiled) without libuv support"
+      r"|libuv TCPStore backend does not support initialization with an listen fd",
       "culprit",
-      "torch's default store backend (libuv, since 2.4) is missing from this build: set USE_LIBUV=0 (or "
-      "use_libuv=False) to use the legacy store. torch 2.4-2.6 spell it 'build without'.",
-      literals=("without libuv",), suggests=("store-backend-unavailable",), family="store-backend",
+      "torch's default store backend (libuv, since 2.4) is missing from this build, or cannot take the listening "
+      "socket it was handed: set USE_LIBUV=0 (or use_libuv=False) to use the legacy store. torch 2.4-2.6 spell "
+      "it 'build without'.",
+      literals=("without libuv", "does not support initialization with an listen fd"),
+      suggests=("store-backend-unavailable",), family="store-backend",
       specificity=0.95),
     S("libuv-store-server-error", "The libuv store server failed on a client connection",
       r"Failed to accept client due to|Client sent invalid command\. client:|Error processing client message:"
@@ -206,15 +240,20 @@ NETWORK: tuple[Signature, ...] = (
       literals=("TCPStoreMasterDaemon::run() failed", "Unexpected poll revent on the master's listening socket"),
       suggests=("store-host-lost", "listen-backlog-overflow"), family="store-server", specificity=0.5),
     S("store-recv-failed", "Lost the connection to the TCPStore",
-      r"(?i:failed to recv), got 0 bytes|(?:send|recv)\w* failed on SocketImpl", "victim",
+      r"(?i:failed to recv), got 0 bytes|(?:send|recv)\w* failed on SocketImpl|got error: Connection reset by peer"
+      # torch <= 2.1's store client, as the exception's whole message
+      r"|^(?:RuntimeError|torch\.distributed\.DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$",
+      "victim",
       "The store's server (node 0's launcher) went away: usually torn down after another failure.",
-      literals=("ailed to recv", "failed on SocketImpl"), suggests=("rank-crash", "rank-as-device-id"),
+      literals=("ailed to recv", "failed on SocketImpl", "Connection reset by peer", "Broken pipe"),
+      suggests=("rank-crash", "rank-as-device-id"),
       family="peer-lost", effect="side", specificity=0.6),
     S("connection-closed-by-peer", "A peer's connection dropped mid-collective",
       r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer"
-      r"|Socket (?:unexpectedly )?closed \[", "victim",
+      r"|Socket (?:unexpectedly )?closed \[|writev \[[^\]]*\]:\d+: (?:Broken pipe|Connection reset by peer)"
+      r"|short read: got \d+ bytes while expecting to read", "victim",
       "The rank on the other end of a gloo pair died or was torn down: find which one.",
-      literals=("Connection closed by peer", "Connection reset by peer", "closed ["),
+      literals=("Connection closed by peer", "Connection reset by peer", "closed [", "writev [", "short read: got"),
       suggests=("rank-crash", "collective-mismatch", "link-down"), family="peer-lost", effect="side",
       specificity=0.7),
     # -- NCCL and gloo transports -------------------------------------------------------------
@@ -261,10 +300,13 @@ NETWORK: tuple[Signature, ...] = (
     S("collective-timeout", "Collective timed out waiting for a peer",
       r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|Watchdog caught collective operation timeout"
       r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]*\]"
-      r"|Application timeout caused pair closure", "victim",
+      r"|Application timeout caused pair closure"
+      r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from", "victim",
       "This rank waited in a collective for a peer that never joined it.",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",
-                "Read timeout [", "Write timeout [", "Application timeout caused pair closure"),
+                "Read timeout [", "Write timeout [", "Application timeout caused pair closure",
+                "Timeout at NCCL work", "Received a dump signal",
+                "Received a global timeout"),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
     S("watchdog-hang", "The NCCL watchdog itself hung",

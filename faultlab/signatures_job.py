@@ -50,12 +50,15 @@ JOB: tuple[Signature, ...] = (
     S("nccl-not-available", "The nccl backend is not available here",
       r"doesn't have NCCL[\s\"']*built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
       r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled|not compiled with NCCL support"
-      r"|no CUDA-capable device is detected|Unable to proceed, no GPU resources available",
+      r"|no CUDA-capable device is detected|Unable to proceed, no GPU resources available"
+      # Lightning's accelerator check, before any process group
+      r"|can not run on your system since the accelerator is not available",
       "culprit",
       "nccl was requested on a host (or a torch build) without CUDA GPUs.",
       literals=("doesn't have NCCL", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
                 "only supported with GPUs", "NCCL support is not compiled", "not compiled with NCCL support",
-                "no CUDA-capable device is detected", "no GPU resources available"),
+                "no CUDA-capable device is detected", "no GPU resources available",
+                "since the accelerator is not available"),
       suggests=("nccl-without-gpu",), family="backend", specificity=0.95),
     S("torch-without-cuda", "This torch was built without CUDA", r"Torch not compiled with CUDA enabled", "culprit",
       "A CPU-only torch build cannot give nccl (or any CUDA work) a GPU; a script meant for one may fail "
@@ -68,6 +71,8 @@ JOB: tuple[Signature, ...] = (
       r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
       r"|SLURM_(?:PROCID|LOCALID|NTASKS|NODEID|JOB_ID)|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)'"
       r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
+      # init_method tcp:// or a store without the rank and world size a launcher would have given
+      r"|tcp:// rendezvous: (?:rank|world size) parameter missing|world_size must be positive if using store"
       # A KeyError's message alone, where a paste lost the "KeyError: " before it.
       r"|^\s*'(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT)'\s*$",
       "culprit",
@@ -76,7 +81,7 @@ JOB: tuple[Signature, ...] = (
       literals=("expected, but not set", "Could not find '", "is not set but it is required for env://",
                 "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: 'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
                 "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "RANK'",
-                "SIZE'", "MASTER_ADDR'", "MASTER_PORT'"),
+                "SIZE'", "MASTER_ADDR'", "MASTER_PORT'", "parameter missing", "world_size must be positive"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
     # A trace cut before its message says less than the message would: it counts as a side effect, so
     # any primary sign (the device error of set_device(int(os.environ["LOCAL_RANK"]))) outranks it.
@@ -131,7 +136,8 @@ JOB: tuple[Signature, ...] = (
       r"(?i)(?:size|length) mismatch|sizes? (?:do|does) not match|Expected .* to have the same size", "culprit",
       "Ranks passed tensors of different shapes to one collective.", literals=("ismatch", "not match", "same size"),
       suggests=("collective-mismatch",), family="collective-stall", specificity=0.5),
-    S("nccl-invalid-usage", "NCCL invalid usage", r"ncclInvalidUsage|NCCL error in: .*, invalid usage", "culprit",
+    S("nccl-invalid-usage", "NCCL invalid usage",
+      r"ncclInvalidUsage|NCCL error in: .*, invalid usage|NCCL Error 5: invalid usage", "culprit",
       "NCCL rejected how it was called; the 'Last error' line says why. Raised while the communicator is "
       "created, it is most often two ranks on one GPU (no set_device, or more ranks than GPUs).",
       literals=("ncclInvalidUsage", "invalid usage"), suggests=("missing-set-device", "too-few-gpus"),
@@ -226,10 +232,18 @@ JOB: tuple[Signature, ...] = (
       ("rank",), literals=("finished reduction in the prior iteration", "not used in producing", "did not receive grad"),
       family="model", outside=True),
     S("nccl-world-size-mismatch", "NCCL's bootstrap root saw ranks disagree on the world",
-      r"Bootstrap Root : mismatch in (?:rank count|info) from procs|Invalid rank requested : \d+/\d+", "culprit",
+      r"Bootstrap Root : mismatch in (?:rank count|info) from procs|Invalid rank requested : \d+/\d+"
+      r"|Bootstrap Root : localId \d+ is out of range", "culprit",
       "Ranks registered with NCCL's bootstrap root with different rank counts (or a rank beyond the count): "
       "the launchers disagree on the world size.",
-      literals=("Bootstrap Root : mismatch in", "Invalid rank requested"), suggests=("world-size-mismatch",),
+      literals=("Bootstrap Root : mismatch in", "Invalid rank requested", "is out of range"),
+      suggests=("world-size-mismatch",), family="world", specificity=0.85),
+    S("launcher-topology-mismatch", "The trainer's devices or nodes differ from what the scheduler allocated",
+      r"in Lightning, but the number of (?:tasks per node|nodes) configured in SLURM"
+      r"|in your SLURM bash script, but this variable is not supported", "culprit",
+      "Lightning compares its devices/num_nodes with SLURM's --ntasks-per-node/--nodes and stops when they "
+      "differ: the processes the scheduler starts and the world the trainer expects disagree.",
+      literals=("in Lightning, but the number of", "in your SLURM bash script"), suggests=("world-size-mismatch",),
       family="world", specificity=0.85),
     S("nccl-duplicate-rank", "Two processes registered the same rank with NCCL",
       r"Bootstrap Root : rank \d+ of \d+ ranks has already checked in", "culprit",
@@ -246,6 +260,15 @@ JOB: tuple[Signature, ...] = (
       r"Message truncated : received \d+(?:,\d+)? bytes instead of", "culprit",
       "A bootstrap message of another size than expected: the ranks run different NCCL versions.", ("rank",),
       literals=("Message truncated : received",), family="cuda", outside=True),
+    S("cuda-initialized-before-fork", "CUDA was initialized before the launcher could fork its workers",
+      r"CUDA has been initialized before the .notebook_launcher. could create|can't create new processes if CUDA is "
+      r"already initialized|should only be initialized inside your training function"
+      r"|\(strategy='ddp\w*'\)` is not compatible with an interactive environment", "culprit",
+      "A notebook or script touched the GPU before accelerate's notebook_launcher or Lightning forked the workers; "
+      "forked processes cannot use CUDA initialized by their parent. Not the job's distributed setup.", ("rank",),
+      literals=("CUDA has been initialized before", "if CUDA is already initialized",
+                "should only be initialized inside your training function", "not compatible with an interactive"),
+      family="launcher-args", outside=True),
     S("ib-reg-mr-failed", "InfiniBand memory registration failed",
       r"Call to ibv_reg_mr failed", "culprit",
       "The HCA could not register memory: the locked-memory limit (ulimit -l) or GPUDirect RDMA's peer-memory "

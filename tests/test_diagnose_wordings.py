@@ -311,6 +311,41 @@ CASES = [  # (the answer expected first, another that must be among the first th
     (N, None,
      'gpu-a:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<44321> with '
      'status=4 opcode=0 len=0 vendor err 81 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2\n'),
+    ('wrong-master-port', None, 'ValueError: port must have value from 0 to 65535 but was 70000.\n'),
+    ('wrong-master-port', None,
+     'ValueError: Error initializing torch.distributed using tcp:// rendezvous: port number missing\n'),
+    ('no-launcher', None,
+     'ValueError: Error initializing torch.distributed using tcp:// rendezvous: rank parameter missing\n'),
+    ('wrong-master-addr', None,
+     "ValueError: The hostname of the rendezvous endpoint ':29400' must be a dot-separated list of labels, an "
+     "IPv4 address, or an IPv6 address.\n"),
+    ('port-in-use', None,  # the port cannot be had (here: below 1024 without privilege)
+     'torch.distributed.DistNetworkError: The server socket has failed to bind. port: 80, useIpv6: 0, code: -13, '
+     'name: EACCES, message: permission denied\n'),
+    ('shared-master-port', None, 'RuntimeError: Stop_waiting response is expected\n'),
+    ('firewall', 'wrong-socket-interface',
+     '[E debug_logger.cc:21] failed to connect, willRetry=0, retry=3, retryLimit=3, rank=1, size=2, '
+     'local=[10.0.0.2]:45678, remote=[10.0.0.1]:12345, error=SO_ERROR: Connection timed out\n'),
+    ('world-size-mismatch', None,
+     'node:1:2 [0] bootstrap.cc:341 NCCL WARN Bootstrap Root : localId 5 is out of range\n'),
+    ('world-size-mismatch', None,
+     'ValueError: You set `devices=4` in Lightning, but the number of tasks per node configured in SLURM '
+     '`--ntasks-per-node=1` does not match. HINT: Set `devices=1`.\n'),
+    ('nccl-without-gpu', None,
+     'MisconfigurationException: GPUAccelerator can not run on your system since the accelerator is not '
+     'available.\n'),
+    (N, None,
+     'ValueError: CUDA has been initialized before the `notebook_launcher` could create a forked subprocess. '
+     'This likely stems from an outside import causing issues once the `notebook_launcher()` is called.\n'),
+    ('rank-crash', None,
+     '[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving '
+     "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset "
+     'by peer\n'),
+    ('straggler-rank', None,
+     '[rank1]:[E ProcessGroupNCCL.cpp:1595] [PG 0 Rank 1] Timeout at NCCL work: 5, last enqueued NCCL work: 5, '
+     'last completed NCCL work: 4.\n'),
+    ('rank-crash', None,
+     '[../third_party/gloo/gloo/transport/tcp/pair.cc:534] writev [10.0.0.2]:45678: Broken pipe\n'),
 ]
 
 
