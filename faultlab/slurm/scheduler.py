@@ -79,19 +79,23 @@ def job_steps(job_id: str) -> dict[str, str]:
 
 
 def wait_until_gone(job_id: str, limit_s: float = LEAVE_QUEUE_S) -> None:
-    """Until squeue no longer lists the job; a squeue that fails meanwhile (slurmctld busy) is
-    asked again, and named if it never answers."""
+    """Until squeue no longer lists the job."""
+    wait_while(lambda: state(job_id) is not None, f"SLURM job {job_id}", limit_s)
+
+
+def wait_while(still_there, label: str, limit_s: float) -> None:
+    """Poll `still_there()` until it is false. A squeue that fails meanwhile (slurmctld busy) counts
+    as 'still there' and is asked again; past `limit_s`, EnvironmentProblem names its last error."""
     end, unanswered = time.monotonic() + limit_s, ""
     while True:
         try:
-            listed, unanswered = state(job_id) is not None, ""
+            there, unanswered = still_there(), ""
         except EnvironmentProblem as problem:
-            listed, unanswered = True, f" ({problem})"
-        if not listed:
+            there, unanswered = True, f" ({problem})"
+        if not there:
             return
         if time.monotonic() >= end:
-            raise EnvironmentProblem(f"SLURM job {job_id} is still in squeue {limit_s:.0f} s after it was cancelled"
-                                     f"{unanswered}")
+            raise EnvironmentProblem(f"{label} is still there {limit_s:.0f} s after it was cancelled{unanswered}")
         time.sleep(POLL_S)
 
 

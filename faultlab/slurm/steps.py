@@ -14,7 +14,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from ..errors import EnvironmentProblem
@@ -53,21 +52,13 @@ class Step:
             _signal_group(self.process, signal.SIGTERM)
 
     def wait_until_gone(self, limit_s: float = scheduler.LEAVE_QUEUE_S) -> None:
-        """Until squeue no longer lists the step and the local srun exited; a squeue that fails
-        meanwhile (slurmctld busy) is asked again, and named if it never answers."""
-        end, unanswered = time.monotonic() + limit_s, ""
-        while True:
-            try:
-                listed, unanswered = self.step_id() is not None, ""
-            except EnvironmentProblem as problem:
-                listed, unanswered = True, f" ({problem})"
-            if not listed and self.process.poll() is not None:
-                return
-            if time.monotonic() >= end:
-                _signal_group(self.process, signal.SIGKILL)
-                raise EnvironmentProblem(f"{self.label} is still there {limit_s:.0f} s after it was cancelled"
-                                         f"{unanswered}")
-            time.sleep(scheduler.POLL_S)
+        """Until squeue no longer lists the step and the local srun exited (killed at the limit)."""
+        try:
+            scheduler.wait_while(lambda: self.step_id() is not None or self.process.poll() is None,
+                                 self.label, limit_s)
+        except EnvironmentProblem:
+            _signal_group(self.process, signal.SIGKILL)
+            raise
 
 
 def _signal_group(process: subprocess.Popen, signum: int) -> None:
