@@ -29,6 +29,9 @@ CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a vic
 SIDE_WEIGHT = 0.2  # a side effect's say, once a primary sign is there
 PRIOR_DECAY = 0.7  # each next suggested cause weighs 0.7 as much as the one before
 OUTSIDE_STRENGTH = 0.8  # how much a known out-of-catalog failure says "not in the catalog"
+# What a launcher stopped from outside prints of itself: its signal, the workers it then tears down,
+# the exception the signal raises in it.
+STOPPED_FROM_OUTSIDE = frozenset({"launcher-signalled", "worker-torn-down", "python-exception"})
 
 
 def _index_beyond_devices(facts: Facts) -> bool:
@@ -148,6 +151,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     # with its node leaves nothing at all. One that wrote its output and no error finished its own way.
     "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not _culprit_sign(s),
     "another failure came first": lambda f, s: _culprit_sign(s),
+    "nothing failed before the job was stopped from outside": lambda f, s: all(
+        SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "other nodes got through to a store": lambda f, s: bool(
         {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
@@ -266,6 +271,11 @@ RULES: tuple[Rule, ...] = (
          why="an InfiniBand transfer failed: the link, not only a peer"),
     Rule("nccl-remote-error", "a rank died by a signal or ran out of memory", ("rank-crash",),
          why="a rank died, so its peers lost it"),
+    Rule("launcher-signalled", "nothing failed before the job was stopped from outside",
+         ("firewall", "straggler-rank", "wrong-socket-interface", "frozen-rank"), 0.3,
+         why="no rank reported an error before the launcher was stopped from outside: the job hung. Hangs without "
+             "an error are most often ranks that cannot reach each other (a firewall dropping the data ports, the "
+             "wrong interface) or a rank that is late or stuck; the Flight Recorder tells which"),
     Rule("destroy-not-called", "another failure came first", specificity=0.15,
          why="the warning follows another failure: the process died without tearing down"),
 )

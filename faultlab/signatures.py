@@ -29,7 +29,7 @@ class Signature:
     pattern: str
     role: Role
     meaning: str
-    where: tuple[str, ...] = EVERYWHERE  # () for context lines: diagnose reads them, recordings do not
+    where: tuple[str, ...] = EVERYWHERE  # (): diagnose reads them, recordings do not (context, faultlab's own doing)
     # Literal fragments every matching line contains: diagnose searches for these first.
     literals: tuple[str, ...] = ()
     # The causes this line points at before any recording is counted, the most frequent first

@@ -289,6 +289,14 @@ JOB: tuple[Signature, ...] = (
       literals=("driver version is insufficient", "unhandled cuda error", "ncclUnhandledCudaError",
                 "no kernel image is available", "not compatible with the current PyTorch"),
       family="cuda", outside=True),
+    S("launcher-signalled", "The launcher was stopped from outside",
+      r"Received (?:Signals\.)?(?:SIG[A-Z]+|\d+) death signal, shutting down workers"
+      r"|SignalException: Process \d+ got signal: \d+|Main process received SIG(?:TERM|INT), exiting", "neutral",
+      "torchrun's agent (or DeepSpeed's launcher) got a signal and shut its workers down: a scheduler's time "
+      "limit, a preemption, Ctrl-C, a deadline. With no error before it, the job had hung. Read by diagnose only: "
+      "in faultlab's own runs the signal is faultlab's deadline.", (),
+      literals=("death signal, shutting down workers", "SignalException: Process", "Main process received SIG"),
+      family="teardown", effect="side"),
     S("worker-torn-down", "Launcher tore workers down after a failure",
       r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM|(?:^|\] )Killing subprocess \d+",
       "victim",

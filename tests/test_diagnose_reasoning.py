@@ -339,3 +339,27 @@ def test_peers_lost_while_the_store_host_wrote_nothing_is_the_store_host_gone(tm
         (tmp_path / f"node{r // 2}-local{r % 2}-rank{r}.stderr").write_text(closed.format(r=r) if r >= 2 else "")
     found = diagnose.diagnose([tmp_path])
     assert found.causes[0].cause == "store-host-lost" and found.culprit_node == 0
+
+
+STOPPED = ("W1203 08:43:37.090000 15637 torch/distributed/elastic/agent/server/api.py:753] Received 15 death signal, "
+           "shutting down workers\n"
+           "W1203 08:43:37.091000 15637 torch/distributed/elastic/multiprocessing/api.py:871] Closing process 15641 via "
+           "signal SIGTERM\n"
+           "torch.distributed.elastic.multiprocessing.api.SignalException: Process 15637 got signal: 15\n")
+
+
+def test_a_job_stopped_from_outside_with_no_error_before_it_had_hung(tmp_path):
+    """No rank's error, then the launcher signalled (a time limit, Ctrl-C): a hang. Not in the catalog stays first
+    (nothing says which hang), the network and a late rank follow, and the reason is said."""
+    (tmp_path / "node0.launcher.log").write_text(STOPPED)
+    found = diagnose.diagnose([tmp_path])
+    assert found.answers()[:3] == (diagnose.NOT_IN_CATALOG, "firewall", "straggler-rank"), found.answers()
+    assert any("stopped from outside: the job hung" in reason for reason in found.reasons)
+
+
+def test_a_job_stopped_after_an_error_of_its_own_is_read_by_that_error(tmp_path):
+    (tmp_path / "node0.launcher.log").write_text(STOPPED)
+    (tmp_path / "rank1.log").write_text("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    found = diagnose.diagnose([tmp_path])
+    assert "firewall" not in found.answers()
+    assert not any("stopped from outside" in reason for reason in found.reasons)
