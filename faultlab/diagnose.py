@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import os
 from pathlib import Path
 
 from . import cause_rules
@@ -112,26 +111,14 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
     files, file_notes, missing = log_files(given)
     if missing and not files and not scans:
         raise BadInput("; ".join(missing))
-    in_job = job_places([path for path in given if os.path.lexists(path)], files)
-    file_scans = scan_all(files, in_job, workers)
-    scans += file_scans
+    scans += scan_all(files, job_places(given, files), workers)
     notes += file_notes + missing + [scan.note for scan in scans if scan.note]
-    places = [FilePlace(place.node, place.rank, bool(scan.size)) for place, scan in zip(in_job, file_scans)]
-    found = _assemble(scans, places, notes, cause_counts, inputs=len(files) + reads_stdin)
-    return _with_flight_recorder(found, [path for path in paths if str(path) != STDIN])
+    found = _assemble(scans, notes, cause_counts, inputs=len(files) + reads_stdin)
+    return _with_flight_recorder(found, given)
 
 
-@dataclasses.dataclass(frozen=True)
-class FilePlace:
-    """Where one input file sits in the job (its JobPlace's node and rank), and whether it holds any text."""
-
-    node: int | None
-    rank: int | None
-    wrote: bool
-
-
-def _assemble(scans, places: list[FilePlace], notes, cause_counts, inputs: int) -> Diagnosis:
-    """`places`: one per file read."""
+def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
+    """`scans`: one per input, each with its file's place in the job (none for standard input)."""
     evidence = [item for scan in scans for item in scan.evidence]
     files_of = collections.defaultdict(set)  # a node's log is a file of its own
     for item in evidence:
@@ -144,10 +131,10 @@ def _assemble(scans, places: list[FilePlace], notes, cause_counts, inputs: int) 
     culprits, victims = _roles(seen_on)
     present = {item.signature for item in evidence}
     facts = read_facts(evidence)
-    named_by_file = {place.rank for place in places if place.rank is not None}
+    named_by_file = {scan.place.rank for scan in scans if scan.place.rank is not None}
     silent = tuple(sorted(named_by_file - set(seen_on)))
-    facts.quiet_ranks = set(silent) & {place.rank for place in places if place.wrote}
-    facts.vanished_nodes = _vanished_nodes(places)
+    facts.quiet_ranks = set(silent) & {scan.place.rank for scan in scans if scan.size}
+    facts.vanished_nodes = _vanished_nodes(scans)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
@@ -157,7 +144,7 @@ def _assemble(scans, places: list[FilePlace], notes, cause_counts, inputs: int) 
     ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
-    culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, places)
+    culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, scans)
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
         victims=victims, silent=silent, culprit=culprit,
@@ -167,12 +154,12 @@ def _assemble(scans, places: list[FilePlace], notes, cause_counts, inputs: int) 
     )
 
 
-def _vanished_nodes(places: list[FilePlace]) -> set[int]:
+def _vanished_nodes(scans) -> set[int]:
     """Nodes whose every rank has files of its own and not a line in them, beside nodes whose ranks did
     write: the whole node went away (its host, or its launcher, killed) before its ranks could say a thing."""
-    ranked = [place for place in places if place.node is not None and place.rank is not None]
-    nodes = {place.node for place in ranked}
-    empty = nodes - {place.node for place in ranked if place.wrote}
+    ranked = [scan for scan in scans if scan.place.node is not None and scan.place.rank is not None]
+    nodes = {scan.place.node for scan in ranked}
+    empty = nodes - {scan.place.node for scan in ranked if scan.size}
     return empty if empty != nodes else set()
 
 
@@ -190,7 +177,7 @@ def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ..
     return culprits, victims
 
 
-def _name_culprit(culprits, victims, silent, facts, evidence, places) -> tuple[int | None, int | None, str]:
+def _name_culprit(culprits, victims, silent, facts, evidence, scans) -> tuple[int | None, int | None, str]:
     """The one rank at fault, where the log singles one out, its node, and how it was told.
 
     In order: the only rank with an error of its own; the rank whose store key the waiting
@@ -207,7 +194,7 @@ def _name_culprit(culprits, victims, silent, facts, evidence, places) -> tuple[i
     if rank is None:
         return None, *_culprit_node(evidence, facts)
     nodes = ({item.place.node for item in evidence if item.rank == rank}
-             | {place.node for place in places if place.rank == rank}) - {None}
+             | {scan.place.node for scan in scans if scan.place.rank == rank}) - {None}
     node = nodes.pop() if len(nodes) == 1 else None
     if node is None and facts.per_node and (facts.nodes or 0) > 1:
         node = rank // facts.per_node

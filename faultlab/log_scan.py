@@ -43,9 +43,9 @@ RANK_PREFIX = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+
                          r"|^\s*(\d+): ")
 RANK_PREFIX_BYTES = re.compile(RANK_PREFIX.pattern.encode())
 RANK_PREFIX_REACH = 160
-RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$)")
-NODE_IN_PATH = re.compile(r"(?:^|[/_.-])node[_-]?(\d+)(?:[/_.-]|$)")
-LOCAL_RANK_IN_PATH = re.compile(r"(?:^|[/_.-])local(?:_rank)?[_-]?(\d+)(?:[/_.-]|$)")
+RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?=[/_.-]|$)")
+NODE_IN_PATH = re.compile(r"(?:^|[/_.-])node[_-]?(\d+)(?=[/_.-]|$)")
+LOCAL_RANK_IN_PATH = re.compile(r"(?:^|[/_.-])local(?:_rank)?[_-]?(\d+)(?=[/_.-]|$)")
 # Lines worth showing when no signature is known: found by the same literal search.
 ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
                    b"Timed out", b"FATAL", b"fatal")
@@ -95,7 +95,8 @@ class _FileScan:
     evidence: list[Evidence]
     error_lines: list[Evidence]
     note: str | None
-    size: int
+    size: int  # bytes read: 0 for a file with no text
+    place: JobPlace = JobPlace()
 
 
 def _scan_file(path: str, place: JobPlace) -> _FileScan:
@@ -103,18 +104,18 @@ def _scan_file(path: str, place: JobPlace) -> _FileScan:
         with userfiles.open_regular(path) as stream:  # never blocks, even if a FIFO took its place
             return scan_stream(stream, path, place)
     except OSError as error:
-        return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0)
+        return _FileScan([], [], f"{path}: unreadable ({error.strerror or error})", 0, place)
     except BadInput as refused:
-        return _FileScan([], [], f"{refused}, skipped", 0)
+        return _FileScan([], [], f"{refused}, skipped", 0, place)
 
 
 def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
     """Stream one input; keep a few lines per signature and rank."""
     head = stream.read(BINARY_SNIFF_BYTES)
     if not head:
-        return _FileScan([], [], f"{path}: empty", 0)
+        return _FileScan([], [], f"{path}: empty", 0, place)
     if b"\0" in head:
-        return _FileScan([], [], f"{path}: binary, skipped", 0)
+        return _FileScan([], [], f"{path}: binary, skipped", 0, place)
     state = _BlockState(path, place)
     carry, block, size = b"", head, 0
     while block:
@@ -126,7 +127,7 @@ def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
         block = stream.read(BLOCK_BYTES)
     if carry:
         state.scan(carry + b"\n")
-    return _FileScan(state.evidence, state.errors, None, size)
+    return _FileScan(state.evidence, state.errors, None, size, place)
 
 
 class _LiteralFinder:
@@ -335,8 +336,8 @@ def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
 def job_places(paths: list[Path], files: list[str]) -> list[JobPlace]:
     """The place of each of `files` (found under `paths` by log_files), from the part of its path
     below the deepest directory common to the inputs: a directory given is that directory, a
-    file given its parent."""
-    tops = [os.path.abspath(path if path.is_dir() else path.parent) for path in paths]
+    file given its parent (an input that does not exist places nothing)."""
+    tops = [os.path.abspath(path if path.is_dir() else path.parent) for path in paths if os.path.lexists(path)]
     common = os.path.commonpath(tops) if tops else os.sep
     return [JobPlace.of(os.path.relpath(os.path.abspath(file), common)) for file in files]
 

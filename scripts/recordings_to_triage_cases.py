@@ -21,7 +21,6 @@ import yaml
 from faultlab import recording_files
 from faultlab import scenario as scenarios
 from faultlab.lab.recorded_files import write_recorded
-from faultlab.lab.rundir import RunDir
 
 HEADER = """# faultlab's own live runs, as diagnose reads them: the logs of the shipped recordings in
 # recordings/ (made live by scripts/record.py: the CPU corpus as root on the project's 2-core
@@ -47,8 +46,7 @@ def main(recordings: Path, devset: Path) -> None:
         made, directory = run.environment, devset / "live" / path.stem
         write_recorded(run.capture, directory,
                        f"Recorded live {run.recorded_at} on {made.host} (torch {made.torch}, NCCL {made.nccl or '-'}) "
-                       f"by faultlab run {run.scenario_id}; written out from {path.name}")
-        RunDir(directory).program.unlink()
+                       f"by faultlab run {run.scenario_id}; written out from {path.name}", with_program=False)
         case = {"log": f"live/{path.stem}", "source": f"recordings/{path.name}", "cause": answer.cause,
                 "established": f"The scenario {run.scenario_id} injects this fault (its answer key)."}
         if answer.culprit.kind != "job":  # a whole-job fault singles nobody out

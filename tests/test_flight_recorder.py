@@ -178,6 +178,15 @@ def test_evidence_from_a_directory_of_dumps_and_error_files(tmp_path):
     assert evidence.causes[0][0] == "frozen-rank"
 
 
+def test_an_error_files_rank_is_read_below_the_inputs_only(tmp_path):
+    """As a log's: a directory above what was given ('case_rank_3') names no rank."""
+    error = tmp_path / "case_rank_3" / "attempt_0" / "0" / "error.json"
+    error.parent.mkdir(parents=True)
+    error.write_text('{"message": "RuntimeError: boom"}')
+    assert evidence_from_dumps([tmp_path / "case_rank_3"]).error_files[0].rank is None
+    assert evidence_from_dumps([tmp_path]).error_files[0].rank == 3  # given the parent, the case is a rank
+
+
 def test_torch_verdicts_are_read_and_compared():
     capture = capture_of({0: gloo_dump(3, ["all_reduce"] * 2, 1), 1: gloo_dump(3, ["all_reduce"] * 2, 1),
                           2: gloo_dump(3, ["all_reduce"], 1)}, 3)

@@ -12,16 +12,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 from pathlib import Path
 
 from ..errors import BadInput
+from ..log_scan import job_places
 from .analysis import analyse
 from .dumps import HostileDump, load_dump, rank_of_file
 from .records import Analysis, FlightRecorderCapture, MissingDump
 
 PICKLE_MAGIC = b"\x80"  # protocol 2 and later begin with PROTO
-RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?=[/_.-]|$)")
 MAX_ERROR_FILE_BYTES = 4 * 1024 * 1024
 
 
@@ -66,7 +65,7 @@ def _looks_like_dump(path: Path) -> bool:
         return False
 
 
-def _error_file(path: Path) -> ErrorFile | None:
+def _error_file(path: Path, rank: int | None) -> ErrorFile | None:
     """torchrun's error file: {"message": {"message": "...", "extraInfo": {...}}} (or a string)."""
     if path.suffix != ".json":
         return None
@@ -85,9 +84,8 @@ def _error_file(path: Path) -> ErrorFile | None:
         message = message.get("message", "")
     if not isinstance(message, str):
         return None
-    ranks = RANK_IN_PATH.findall(str(path).replace(os.sep, "/"))  # the deepest names the file's own
     first = next((line for line in message.splitlines() if line.strip()), "")
-    return ErrorFile(str(path), int(ranks[-1]) if ranks else None, first.strip(),
+    return ErrorFile(str(path), rank, first.strip(),
                      str(info.get("timestamp", "")) if isinstance(info, dict) else "")
 
 
@@ -126,7 +124,10 @@ def evidence_from_dumps(paths: list[Path]) -> DumpEvidence:
         if dump.rank in dumps:
             raise BadInput(f"{path}: a second dump for rank {dump.rank} (also {dumps[dump.rank].source})")
         dumps[dump.rank] = dump
-    errors = [found for found in (_error_file(path) for path in files) if found is not None]
+    # An error file's rank, as a log's: from its path below the inputs (log_scan.job_places).
+    places = job_places([Path(path) for path in paths], [str(path) for path in files])
+    errors = [found for found in (_error_file(path, place.rank) for path, place in zip(files, places))
+              if found is not None]
     members = {rank for dump in dumps.values() for group in dump.groups for rank in group.ranks}
     world = max(members | set(dumps), default=-1) + 1
     capture = FlightRecorderCapture(

@@ -18,12 +18,13 @@ from .rundir import RunDir
 PROVENANCE_FILE = "RECORDED.txt"
 
 
-def write_recorded(capture: Capture, target: Path, provenance: str) -> None:
-    """Write `capture`'s program, launcher logs, per-rank streams and dumps under `target`."""
+def write_recorded(capture: Capture, target: Path, provenance: str, with_program: bool = True) -> None:
+    """Write `capture`'s program (unless told not to), launcher logs, per-rank streams and dumps under `target`."""
     run_dir = RunDir(target)
     run_dir.ranks.mkdir(parents=True, exist_ok=True)
     (target / PROVENANCE_FILE).write_text(provenance + "\n", encoding="utf-8")
-    run_dir.program.write_text(capture.program, encoding="utf-8")
+    if with_program:
+        run_dir.program.write_text(capture.program, encoding="utf-8")
     for node in capture.nodes:
         run_dir.launcher_log(node.node).write_text(node.log, encoding="utf-8")
     slots = {}
