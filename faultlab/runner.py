@@ -63,6 +63,7 @@ def run_scenario(scenario: Scenario, store, launcher, backend: str | None,
         )
         if reproduced or not launched.live or len(earlier) + 1 >= scenario.expect.attempts:
             break
+        # The shape identity.EARLIER_ATTEMPT checks when a bundle brings one.
         earlier.append(comparison.verdict + (f", without {', '.join(missing)}" if missing else ""))
         set_aside_run_logs(options.keep_logs, len(earlier))
         options = dataclasses.replace(options, fresh_baseline=False)  # the baseline just made stands
