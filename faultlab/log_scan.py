@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import multiprocessing
 import os
 import re
@@ -22,7 +23,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from . import userfiles
+from . import pasted, userfiles
 from .errors import BadInput
 from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
@@ -85,6 +86,12 @@ def number_in(pattern: re.Pattern, text: str) -> int | None:
     return int(next(group for group in match.groups() if group is not None)) if match else None
 
 
+def _matches(regex: re.Pattern, line: str) -> bool:
+    """Whether a signature matches the line as written or without its collector's prefixes."""
+    body = pasted.body(line)
+    return bool(regex.search(body) or body is not line and regex.search(line))
+
+
 def _rank_of_line(line: str) -> int | None:
     match = RANK_PREFIX.search(line)
     return int(next(group for group in match.groups() if group is not None)) if match else None
@@ -116,17 +123,19 @@ def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
         return _FileScan([], [], f"{path}: empty", 0, place)
     if b"\0" in head:
         return _FileScan([], [], f"{path}: binary, skipped", 0, place)
-    state = _BlockState(path, place)
-    carry, block, size = b"", head, 0
+    # The first block is as large as the others: a paste, wrapped lines and all, is read whole.
+    carry, block, size = b"", head + stream.read(BLOCK_BYTES - len(head)), 0
+    state = _BlockState(path, place, may_be_paste=len(block) <= pasted.PASTE_BYTES)
     while block:
         size += len(block)
         data = carry + block
+        block = stream.read(BLOCK_BYTES)
+        if not block:  # the last one, with its unterminated line
+            state.scan(data if data.endswith(b"\n") else data + b"\n")
+            break
         cut = data.rfind(b"\n") + 1
         complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
         state.scan(complete)
-        block = stream.read(BLOCK_BYTES)
-    if carry:
-        state.scan(carry + b"\n")
     return _FileScan(state.evidence, state.errors, None, size, place)
 
 
@@ -176,7 +185,8 @@ KEEP = {signature.id: signature.keep for signature in SIGNATURES}
 def _finder(with_error_lines: bool = True) -> _LiteralFinder:
     """The literal search; without the error fragments once a file's error lines are all kept."""
     if with_error_lines not in _FINDERS:
-        literals = [(literal.encode(), signature.id) for signature in SIGNATURES for literal in signature.literals]
+        literals = [(spelling.encode(), signature.id) for signature in SIGNATURES for literal in signature.literals
+                    for spelling in pasted.spellings(literal)]
         if with_error_lines:
             literals += [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS]
         _FINDERS[with_error_lines] = _LiteralFinder(literals)
@@ -195,13 +205,14 @@ def _window(line: str, regex: re.Pattern) -> str:
 class _BlockState:
     """One input's scan: kept lines, counts per (signature, rank), line numbers so far."""
 
-    def __init__(self, path: str, place: JobPlace) -> None:
+    def __init__(self, path: str, place: JobPlace, may_be_paste: bool = False) -> None:
         self.path, self.place = path, place
         self.kept: collections.Counter = collections.Counter()
         self.evidence: list[Evidence] = []
         self.errors: list[Evidence] = []
         self.line_base = 0
         self.cache: dict[bytes, tuple] = {}  # raw line -> (text, rank of the line, signature ids that match)
+        self.may_be_paste = may_be_paste  # small enough to have come through a terminal's copy
 
     def scan(self, block: bytes) -> None:
         """Evidence and error lines of one block of whole lines.
@@ -210,6 +221,8 @@ class _BlockState:
         it could match has its lines for that rank, it is skipped unread, and a line seen before
         is not matched again. A block that repeats a few lines over and over is read as those
         few lines. Line numbers are counted only for lines that are kept."""
+        if self.may_be_paste:
+            self._scan_wrapped(block)
         want_errors = len(self.errors) < ERROR_LINES_KEPT
         finder = _finder(want_errors)
         if (len(block) >= REPETITIVE_MIN_BYTES and len(finder.find(block[:DENSITY_PROBE])) * DENSE_BYTES_PER_HIT
@@ -271,6 +284,40 @@ class _BlockState:
         self.line_base += len(lines)
         return True
 
+    def _scan_wrapped(self, head: bytes) -> None:
+        """Signatures that a hard wrap split across lines, matched on the lines joined again."""
+        lines = head.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")[:-1]
+        runs, sure = pasted.wrapped_lines(lines)
+        finder, seen = _finder(False), set()
+        for index, pieces in runs:
+            joined = "".join(pieces)
+            labels = {label for _, label in finder.find(joined.encode())} if joined not in seen else ()
+            seen.add(joined)
+            if labels:
+                self._take_across(pieces, labels, sure, self.line_base + index + 1)
+
+    def _take_across(self, pieces: list[str], labels: set[str], sure: bool, line_number: int) -> None:
+        """Keep the signatures that the pieces match only together; where the wrap is sure, also
+        those whose match spans a join (the whole line carries what the pieces cut: an address,
+        a count)."""
+        pieces = [pasted.as_written(ANSI_ESCAPE.sub("", piece)) for piece in pieces]
+        text = "".join(pieces).rstrip()
+        joins = list(itertools.accumulate(map(len, pieces[:-1])))
+        body = pasted.body(text)
+        skipped = len(text) - len(body)
+        rank = _rank_of_line(text)
+        rank = self.place.rank if rank is None else rank
+        for signature_id in sorted(labels):
+            regex = SIGNATURES_BY_ID[signature_id].regex
+            if self.kept[signature_id, rank] >= SIGNATURES_BY_ID[signature_id].keep or not _matches(regex, text):
+                continue
+            spans = any(match.start() + skipped < join < match.end() + skipped
+                        for match in regex.finditer(body) for join in joins)
+            if (sure and spans) or not any(_matches(regex, piece) for piece in pieces):
+                self.kept[signature_id, rank] += 1
+                self.evidence.append(Evidence(signature_id, self.path, line_number, rank, _window(text, regex),
+                                              self.place))
+
     def _take(self, raw: bytes, labels: set[str], line_number: int) -> None:
         known = self.cache.get(raw)
         if known is None:
@@ -287,9 +334,9 @@ class _BlockState:
                                         self.place))
 
     def _read(self, raw: bytes, labels: set[str]) -> tuple:
-        text = ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace")).rstrip()
-        matched = tuple(sorted(label for label in labels if label != ERROR_LINE
-                               and SIGNATURES_BY_ID[label].regex.search(text)))
+        text = pasted.as_written(ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace"))).rstrip()
+        matched = tuple(sorted(label for label in labels
+                               if label != ERROR_LINE and _matches(SIGNATURES_BY_ID[label].regex, text)))
         known = (text, _rank_of_line(text), matched)
         if len(self.cache) < LINE_CACHE_SIZE:
             self.cache[raw] = known

@@ -1,0 +1,109 @@
+"""Logs as people paste them: undoing what the way from the machine to diagnose did to its lines.
+
+Signatures are written against the machine's own wording, but a log that reaches diagnose has
+often passed through a web page, a terminal or a log collector first:
+- a page's HTML entities (`&#39;` for `'`) and typographic quotes or non-breaking spaces from a
+  forum's rendering: the literal search looks for each literal as pages spell it too
+  (`spellings`), and the lines it finds are read as the machine wrote them (`as_written`);
+- prefixes that collectors put before every line (timestamps and levels, pdsh/DeepSpeed host
+  labels, srun and mpirun labels, `name | ` of docker compose and kubectl, markdown quotes):
+  signatures that anchor at the start of a line are matched against the line without them
+  (`body`), while the line shown stays whole;
+- in a file small enough to be a paste, long lines hard-wrapped at the terminal's width: every
+  line of exactly the widest length is continued by the next one (`wrapped_lines`), and a
+  signature broken by a wrap is matched across it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# How pages show the characters of a log that matter to its wording: escaped (html.escape's
+# named entities, or numeric ones), or typographic quotes as a forum's rendering makes them.
+_ESCAPED = ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"},
+            {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;"})
+_OPENING_AFTER = " \t([{<=:"  # a typographic quote after these opens, else it closes
+_TYPOGRAPHIC = {"'": ("\u2018", "\u2019"), '"': ("\u201c", "\u201d")}
+_AS_WRITTEN = {"&#39;": "'", "&#x27;": "'", "&apos;": "'", "&quot;": '"', "&#34;": '"', "&lt;": "<", "&gt;": ">",
+               "&nbsp;": " ", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " ",
+               "&amp;": "&"}  # &amp; last: an escaped entity ("&amp;lt;") stays the text it was
+_PAGE_MARKS = re.compile("&|[\u2018\u2019\u201c\u201d\u00a0]")
+
+
+def spellings(literal: str) -> set[str]:
+    """`literal` as the machine wrote it and as pages show it (for the literal search)."""
+    forms = {literal} | {"".join(style.get(char, char) for char in literal) for style in _ESCAPED}
+    forms.add("".join(_typographic(literal, index) for index in range(len(literal))))
+    return forms
+
+
+def _typographic(text: str, index: int) -> str:
+    pair = _TYPOGRAPHIC.get(text[index])
+    if pair is None:
+        return text[index]
+    return pair[0] if index == 0 or text[index - 1] in _OPENING_AFTER else pair[1]
+
+
+def as_written(line: str) -> str:
+    """`line` with a page's entities and typographic quotes back to the ASCII the machine wrote."""
+    if not _PAGE_MARKS.search(line):
+        return line
+    for shown, written in _AS_WRITTEN.items():
+        line = line.replace(shown, written)
+    return line
+
+
+_LEVEL = r"(?:\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?)"
+_TRANSPORT_PREFIX = re.compile(
+    r"(?:>[ ]?"  # a markdown quote
+    r"|\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"  # a timestamp ...
+    rf"(?:[ ]+(?:[-|:][ ]+)?{_LEVEL})?(?:[ ]+[-|:])?[ ]"  # ... with its level and separator
+    r"|[\w.-]+[ ]+\|[ ]"  # docker compose / kubectl: "trainer-1  | "
+    r"|(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*|\d+):[ ]"  # pdsh/DeepSpeed host, srun label
+    r"|\[\d+,\d+\]<std(?:out|err)>:[ ]?"  # mpirun --tag-output
+    r"|\[(?:default)?rank\d+\]:[ ]?)")  # torch's own
+_PREFIXES_AT_MOST = 4
+
+
+def body(line: str) -> str:
+    """`line` without the prefixes collectors put before it (several may stack)."""
+    for _ in range(_PREFIXES_AT_MOST):
+        match = _TRANSPORT_PREFIX.match(line)
+        if not match:
+            break
+        line = line[match.end():]
+    return line
+
+
+WRAP_MIN_WIDTH = 60  # narrower "wraps" are ordinary short lines
+# A paste is small (a GitHub comment holds 65,536 characters); a larger file was written by the
+# program or its launcher, which do not wrap lines.
+PASTE_BYTES = 64 << 10
+WRAP_MAX_PIECES = 16  # a longer run of lines of one length is lines of one format, not a wrap
+
+
+def wrapped_lines(lines: list[str]) -> tuple[list[tuple[int, list[str]]], bool]:
+    """Every line that a hard wrap may have split, as (index of its first piece, its pieces), and
+    whether the lines surely were wrapped.
+
+    A wrapped paste's full lines all end exactly at the terminal's edge: the widest length, each
+    continued by the next line. Several distinct lines of that length make the wrap sure; one
+    makes it a guess, and a guess costs little: across its join, only what no piece matches alone
+    is taken."""
+    lengths = list(map(len, lines))
+    width = max(lengths[:-1], default=0)
+    if width < WRAP_MIN_WIDTH:
+        return [], False
+    runs, index, last = [], 0, len(lines) - 1
+    while True:
+        try:
+            index = lengths.index(width, index, last)
+        except ValueError:
+            break
+        first = index
+        while index < last and lengths[index] == width:
+            index += 1
+        if index - first < WRAP_MAX_PIECES:
+            runs.append((first, lines[first:index + 1]))
+        index += 1
+    return runs, len({piece for _, pieces in runs for piece in pieces[:-1]}) > 1

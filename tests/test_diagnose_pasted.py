@@ -1,0 +1,121 @@
+"""diagnose reads logs as people paste them: through a web page, a terminal that wraps, a log collector."""
+
+import dataclasses
+import html
+import shutil
+
+import pytest
+
+from faultlab import diagnose, pasted, triage_accuracy
+
+from test_diagnose_devset import DEVSET, SETS
+
+
+def _wrapped(width: int):
+    def wrap(text: str) -> str:
+        return "\n".join(line[start:start + width] for line in text.split("\n")
+                         for start in range(0, max(len(line), 1), width))
+    return wrap
+
+
+def _prefixed(prefix: str):
+    return lambda text: "\n".join(prefix + line for line in text.split("\n"))
+
+
+PASTED = {
+    "escaped by a page": lambda text: html.escape(text),
+    "typographic quotes": lambda text: text.replace("'", "\u2019"),
+    "wrapped at 80 columns": _wrapped(80),
+    "wrapped at 120 columns": _wrapped(120),
+    "timestamped by a logger": _prefixed("2024-03-05 12:34:56,789 - INFO - "),
+    "labelled by pdsh": _prefixed("10.0.0.5: "),
+    "labelled by srun": _prefixed("3: "),
+    "quoted in markdown": _prefixed("> "),
+    "collected by docker compose": _prefixed("trainer-1  | "),
+    "timestamped and wrapped": lambda text: _wrapped(100)(_prefixed("[2024-03-05 12:34:56] ")(text)),
+    "CRLF line ends": lambda text: text.replace("\n", "\r\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def devset_answers():
+    cases = [case for name in SETS for case in triage_accuracy.load_cases(DEVSET / name)]
+    return cases, [result.ranked[:3] for result in triage_accuracy.evaluate(cases).results]
+
+
+@pytest.mark.parametrize("how", PASTED)
+def test_the_dev_set_reads_the_same_pasted(how, devset_answers, tmp_path):
+    cases, answers = devset_answers
+    reshaped = []
+    for number, case in enumerate(cases):
+        copy = tmp_path / str(number) / case.log.name
+        if case.log.is_dir():
+            shutil.copytree(case.log, copy)
+        else:
+            copy.parent.mkdir()
+            shutil.copy(case.log, copy)
+        for path in [copy] if copy.is_file() else [path for path in copy.rglob("*") if path.is_file()]:
+            path.write_bytes(PASTED[how](path.read_text(errors="surrogateescape")).encode(errors="surrogateescape"))
+        reshaped.append(dataclasses.replace(case, log=copy))
+    results = triage_accuracy.evaluate(reshaped).results
+    changed = [(case.log.name, before, result.ranked[:3])
+               for case, before, result in zip(cases, answers, results) if result.ranked[:3] != before]
+    assert not changed
+
+
+def test_a_page_spells_quotes_and_brackets_its_own_way():
+    assert pasted.spellings("KeyError: 'RANK'") == {
+        "KeyError: 'RANK'", "KeyError: &#x27;RANK&#x27;", "KeyError: &#39;RANK&#39;", "KeyError: \u2018RANK\u2019"}
+    assert pasted.as_written("died with &lt;Signals.SIGKILL: 9&gt; and &amp;lt; stays") == \
+        "died with <Signals.SIGKILL: 9> and &lt; stays"
+    assert pasted.as_written("didn\u2019t join \u201call\u201d") == 'didn\'t join "all"'
+
+
+@pytest.mark.parametrize("line, body", [
+    ("2024-03-05 12:34:56,789 - INFO -     store = TCPStore(", "    store = TCPStore("),  # indentation kept
+    ("2022-10-12 01:39:21,014 INFO training on gpu 5", "training on gpu 5"),
+    ("worker-1: [rank3]: RuntimeError: boom", "RuntimeError: boom"),
+    ("10.0.0.5: Killed", "Killed"),
+    ("> 0: 'LOCAL_RANK'", "'LOCAL_RANK'"),
+    ("trainer-1  | Bus error (core dumped)", "Bus error (core dumped)"),
+    ("[1,3]<stderr>:KeyError: 'RANK'", "KeyError: 'RANK'"),
+    # what is not a collector's prefix stays
+    ("RuntimeError: Connection timed out", "RuntimeError: Connection timed out"),
+    ("node1:946:988 [0] NCCL INFO Bootstrap : Using eth0", "node1:946:988 [0] NCCL INFO Bootstrap : Using eth0"),
+    ("  File \"train.py\", line 3, in <module>", "  File \"train.py\", line 3, in <module>"),
+])
+def test_a_collectors_prefix_does_not_hide_a_lines_start(line, body):
+    assert pasted.body(line) == body
+
+
+def test_a_wrapped_line_is_one_line_again_and_keeps_its_number(tmp_path):
+    line = ("[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, "
+            "addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms")
+    log = tmp_path / "paste.log"
+    log.write_text("training starts\n" + _wrapped(64)(line) + "\nstep 1 loss 2.31\n")
+    found = diagnose.diagnose([log])
+    evidence = [item for item in found.evidence if "timed out after 1800000ms" in item.line]
+    assert evidence and evidence[0].line == line and evidence[0].line_number == 2
+    assert found.causes[0].cause == "straggler-rank"
+
+
+def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
+    lines = ["x" * 55 + "Address already", "in use", "RuntimeError: Address already in use"]
+    assert pasted.wrapped_lines(lines) == ([(0, lines[:2])], False)
+    lines = ["a" * 80, "b" * 80, "c" * 20, "d" * 80, "e"]
+    assert pasted.wrapped_lines(lines) == ([(0, lines[:3]), (3, lines[3:])], True)
+    assert pasted.wrapped_lines(["short", "lines", "only"]) == ([], False)
+
+
+def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
+    failure = ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+               "network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use")
+    log = tmp_path / "job.log"
+    log.write_text(failure + "\nstep 1 loss 2.31\n")
+    evidence = diagnose.diagnose([log]).evidence
+    assert evidence and all(item.line == failure and item.line_number == 1 for item in evidence)
+
+
+def test_a_run_of_lines_of_one_format_is_not_a_wrap():
+    lines = ["[rank3]: DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/3"] * 40 + ["end"]
+    assert pasted.wrapped_lines(lines) == ([], False)
