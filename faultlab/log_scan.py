@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import itertools
 import multiprocessing
 import os
 import re
@@ -213,6 +212,7 @@ class _BlockState:
         self.line_base = 0
         self.cache: dict[bytes, tuple] = {}  # raw line -> (text, rank of the line, signature ids that match)
         self.may_be_paste = may_be_paste  # small enough to have come through a terminal's copy
+        self.joined_pieces: set[int] = set()  # line numbers of a surely wrapped line's pieces
 
     def scan(self, block: bytes) -> None:
         """Evidence and error lines of one block of whole lines.
@@ -285,35 +285,31 @@ class _BlockState:
         return True
 
     def _scan_wrapped(self, head: bytes) -> None:
-        """Signatures that a hard wrap split across lines, matched on the lines joined again."""
+        """Signatures on lines that a hard wrap split, matched on the lines joined again."""
         lines = head.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")[:-1]
         runs, sure = pasted.wrapped_lines(lines)
         finder, seen = _finder(False), set()
         for index, pieces in runs:
+            line_number = self.line_base + index + 1
+            if sure:  # the pieces are not lines of their own: what they match is the whole line's
+                self.joined_pieces.update(range(line_number, line_number + len(pieces)))
             joined = "".join(pieces)
             labels = {label for _, label in finder.find(joined.encode())} if joined not in seen else ()
             seen.add(joined)
             if labels:
-                self._take_across(pieces, labels, sure, self.line_base + index + 1)
+                self._take_across(pieces, labels, sure, line_number)
 
     def _take_across(self, pieces: list[str], labels: set[str], sure: bool, line_number: int) -> None:
-        """Keep the signatures that the pieces match only together; where the wrap is sure, also
-        those whose match spans a join (the whole line carries what the pieces cut: an address,
-        a count)."""
+        """Keep what the joined line matches: all of it where the wrap is sure (the whole line
+        carries what the pieces cut: an address, a count), else only what no piece matches alone."""
         pieces = [pasted.as_written(ANSI_ESCAPE.sub("", piece)) for piece in pieces]
         text = "".join(pieces).rstrip()
-        joins = list(itertools.accumulate(map(len, pieces[:-1])))
-        body = pasted.body(text)
-        skipped = len(text) - len(body)
         rank = _rank_of_line(text)
         rank = self.place.rank if rank is None else rank
         for signature_id in sorted(labels):
             regex = SIGNATURES_BY_ID[signature_id].regex
-            if self.kept[signature_id, rank] >= SIGNATURES_BY_ID[signature_id].keep or not _matches(regex, text):
-                continue
-            spans = any(match.start() + skipped < join < match.end() + skipped
-                        for match in regex.finditer(body) for join in joins)
-            if (sure and spans) or not any(_matches(regex, piece) for piece in pieces):
+            if (self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep and _matches(regex, text)
+                    and (sure or not any(_matches(regex, piece) for piece in pieces))):
                 self.kept[signature_id, rank] += 1
                 self.evidence.append(Evidence(signature_id, self.path, line_number, rank, _window(text, regex),
                                               self.place))
@@ -324,7 +320,7 @@ class _BlockState:
             known = self._read(raw, labels)
         text, line_rank, matched = known
         rank = self.place.rank if line_rank is None else line_rank
-        for signature_id in matched:
+        for signature_id in matched if line_number not in self.joined_pieces else ():
             if self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep:
                 self.kept[signature_id, rank] += 1
                 line = _window(text, SIGNATURES_BY_ID[signature_id].regex)

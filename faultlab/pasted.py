@@ -6,7 +6,8 @@ often passed through a web page, a terminal or a log collector first:
   forum's rendering: the literal search looks for each literal as pages spell it too
   (`spellings`), and the lines it finds are read as the machine wrote them (`as_written`);
 - prefixes that collectors put before every line (timestamps and levels, pdsh/DeepSpeed host
-  labels, srun and mpirun labels, `name | ` of docker compose and kubectl, markdown quotes):
+  labels, srun and mpirun labels, `name | ` of docker compose and kubectl, Ray's
+  `(Actor pid=N, ip=A)`, markdown quotes):
   signatures that anchor at the start of a line are matched against the line without them
   (`body`), while the line shown stays whole;
 - in a file small enough to be a paste, long lines hard-wrapped at the terminal's width: every
@@ -61,6 +62,7 @@ _TRANSPORT_PREFIX = re.compile(
     r"|[\w.-]+[ ]+\|[ ]"  # docker compose / kubectl: "trainer-1  | "
     r"|(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*|\d+):[ ]"  # pdsh/DeepSpeed host, srun label
     r"|\[\d+,\d+\]<std(?:out|err)>:[ ]?"  # mpirun --tag-output
+    r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)[ ]|\(raylet(?:, ip=[\w.:]+)?\)[ ]"  # Ray's actors and raylet
     r"|\[(?:default)?rank\d+\]:[ ]?)")  # torch's own
 _PREFIXES_AT_MOST = 4
 
@@ -82,12 +84,29 @@ PASTE_BYTES = 64 << 10
 WRAP_MAX_PIECES = 16  # a longer run of lines of one length is lines of one format, not a wrap
 
 
+# How a line of its own begins (a rank's tag, a timestamp, NCCL's host:pid:tid, glog's level and
+# date, a traceback, an exception): such a line is never a wrapped line's continuation.
+_RECORD_START = re.compile(
+    r"\[(?:default)?rank\d+\]|\[Rank \d+\]|\[?\d{4}-\d{2}-\d{2}[ T]|\S+:\d+:\d+ \[\d+\] NCCL "
+    r"|\[?[EWIF]\d{4} |\[[EWIF] [\w.]+:\d+\]|Traceback |\s+File \"|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning): "
+    r"|\[\d+,\d+\]<std|\((?:[\w.]+ )?pid=\d+")
+
+
+_SAME_START = 8  # characters: a line that begins as the line before it did is the next record
+
+
+def _own_line(line: str, before: str) -> bool:
+    """Whether `line` begins a line of its own rather than continuing a wrapped one."""
+    return bool(_RECORD_START.match(line)) or line[:_SAME_START] == before[:_SAME_START]
+
+
 def wrapped_lines(lines: list[str]) -> tuple[list[tuple[int, list[str]]], bool]:
     """Every line that a hard wrap may have split, as (index of its first piece, its pieces), and
     whether the lines surely were wrapped.
 
     A wrapped paste's full lines all end exactly at the terminal's edge: the widest length, each
-    continued by the next line. Several distinct lines of that length make the wrap sure; one
+    continued by the next line, unless that begins a line of its own (lines of one format, one
+    per rank, are often all of one length). Several distinct full lines make the wrap sure; one
     makes it a guess, and a guess costs little: across its join, only what no piece matches alone
     is taken."""
     lengths = list(map(len, lines))
@@ -101,9 +120,9 @@ def wrapped_lines(lines: list[str]) -> tuple[list[tuple[int, list[str]]], bool]:
         except ValueError:
             break
         first = index
-        while index < last and lengths[index] == width:
+        while index < last and lengths[index] == width and not _own_line(lines[index + 1], lines[first]):
             index += 1
-        if index - first < WRAP_MAX_PIECES:
+        if 0 < index - first < WRAP_MAX_PIECES:
             runs.append((first, lines[first:index + 1]))
         index += 1
     return runs, len({piece for _, pieces in runs for piece in pieces[:-1]}) > 1

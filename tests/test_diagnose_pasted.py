@@ -79,6 +79,7 @@ def test_a_page_spells_quotes_and_brackets_its_own_way():
     ("> 0: 'LOCAL_RANK'", "'LOCAL_RANK'"),
     ("trainer-1  | Bus error (core dumped)", "Bus error (core dumped)"),
     ("[1,3]<stderr>:KeyError: 'RANK'", "KeyError: 'RANK'"),
+    ("(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] x", "[E socket.cpp:922] x"),
     # what is not a collector's prefix stays
     ("RuntimeError: Connection timed out", "RuntimeError: Connection timed out"),
     ("node1:946:988 [0] NCCL INFO Bootstrap : Using eth0", "node1:946:988 [0] NCCL INFO Bootstrap : Using eth0"),
@@ -99,6 +100,19 @@ def test_a_wrapped_line_is_one_line_again_and_keeps_its_number(tmp_path):
     assert found.causes[0].cause == "straggler-rank"
 
 
+def test_a_surely_wrapped_line_is_read_whole_not_as_its_pieces(tmp_path):
+    timeout = ("(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out "
+               "after 1800s while trying to connect to (172.17.0.2, 44737).")
+    watchdog = ("(ActorModelRayActor pid=207260, ip=10.0.1.75) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=3856, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                "Timeout(ms)=1800000) ran for 1800268 milliseconds before timing out.")
+    log = tmp_path / "paste.log"
+    log.write_text(_wrapped(100)(timeout) + "\nLoading checkpoint shards: 100%\n" + _wrapped(100)(watchdog) + "\n")
+    evidence = diagnose.diagnose([log]).evidence
+    assert {item.line for item in evidence} == {timeout, watchdog}
+    assert {item.line_number for item in evidence} == {1, 4}
+
+
 def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
     lines = ["x" * 55 + "Address already", "in use", "RuntimeError: Address already in use"]
     assert pasted.wrapped_lines(lines) == ([(0, lines[:2])], False)
@@ -116,6 +130,9 @@ def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
     assert evidence and all(item.line == failure and item.line_number == 1 for item in evidence)
 
 
-def test_a_run_of_lines_of_one_format_is_not_a_wrap():
-    lines = ["[rank3]: DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/3"] * 40 + ["end"]
-    assert pasted.wrapped_lines(lines) == ([], False)
+def test_lines_of_one_format_are_lines_of_their_own():
+    # One line per rank, all of one length: the widest, but none continues the one before it.
+    ranks = [f"[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation timeout" for rank in range(4)]
+    assert pasted.wrapped_lines(ranks + ["end"]) == ([(3, [ranks[3], "end"])], False)
+    flood = ["Timed out waiting 20000ms for recv operation to complete, the job will now exit"] * 40
+    assert pasted.wrapped_lines(flood + ["end"]) == ([(39, [flood[0], "end"])], False)
