@@ -65,12 +65,15 @@ _TRANSPORT_PREFIX = re.compile(
     r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)[ ]|\(raylet(?:, ip=[\w.:]+)?\)[ ]"  # Ray's actors and raylet
     r"|\[(?:default)?rank\d+\]:[ ]?)")  # torch's own
 _PREFIXES_AT_MOST = 4
+# Prefixes are short: they are looked for only this far into a line, which also bounds the
+# patterns' backtracking on a huge line (a megabyte of "a1a1..." would otherwise take hours).
+PREFIX_REACH = 160
 
 
 def body(line: str) -> str:
     """`line` without the prefixes collectors put before it (several may stack)."""
     for _ in range(_PREFIXES_AT_MOST):
-        match = _TRANSPORT_PREFIX.match(line)
+        match = _TRANSPORT_PREFIX.match(line, 0, PREFIX_REACH)
         if not match:
             break
         line = line[match.end():]
@@ -97,7 +100,7 @@ _SAME_START = 8  # characters: a line that begins as the line before it did is t
 
 def _own_line(line: str, before: str) -> bool:
     """Whether `line` begins a line of its own rather than continuing a wrapped one."""
-    return bool(_RECORD_START.match(line)) or line[:_SAME_START] == before[:_SAME_START]
+    return bool(_RECORD_START.match(line, 0, PREFIX_REACH)) or line[:_SAME_START] == before[:_SAME_START]
 
 
 def wrapped_lines(lines: list[str]) -> tuple[list[tuple[int, list[str]]], bool]:

@@ -89,6 +89,13 @@ def test_a_collectors_prefix_does_not_hide_a_lines_start(line, body):
     assert pasted.body(line) == body
 
 
+def test_prefixes_are_looked_for_only_near_a_lines_start():
+    # What bounds the patterns' work on a huge line: a "host label" longer than the reach is text.
+    far = "a1" * (pasted.PREFIX_REACH // 2) + ": Killed"
+    assert pasted.body(far) == far
+    assert pasted.body("a1" * 500_000) == "a1" * 500_000
+
+
 def test_a_wrapped_line_is_one_line_again_and_keeps_its_number(tmp_path):
     line = ("[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, "
             "addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms")
