@@ -11,6 +11,7 @@ rank_3/stderr.txt). Large inputs are shared out to forked processes, whole files
 
 from __future__ import annotations
 
+import codecs
 import collections
 import contextlib
 import dataclasses
@@ -118,6 +119,9 @@ def _scan_file(path: str, place: JobPlace) -> _FileScan:
 def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
     """Stream one input; keep a few lines per signature and rank."""
     head = stream.read(BINARY_SNIFF_BYTES)
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        stream = _Utf16AsUtf8(stream, head)
+        head = stream.read(BINARY_SNIFF_BYTES)
     if not head:
         return _FileScan([], [], f"{path}: empty", 0, place)
     if b"\0" in head:
@@ -136,6 +140,25 @@ def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
         complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
         state.scan(complete)
     return _FileScan(state.evidence, state.errors, None, size, place)
+
+
+class _Utf16AsUtf8:
+    """A UTF-16 log (Windows PowerShell's `>` writes one) read as the UTF-8 the scan expects."""
+
+    def __init__(self, stream, head: bytes) -> None:
+        encoding = "utf-16-le" if head.startswith(codecs.BOM_UTF16_LE) else "utf-16-be"
+        self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self.stream = stream
+        self.pending = self.decoder.decode(head[len(codecs.BOM_UTF16_LE):]).encode()
+
+    def read(self, size: int) -> bytes:
+        while len(self.pending) < size:
+            raw = self.stream.read(size)
+            self.pending += self.decoder.decode(raw, final=not raw).encode()
+            if not raw:
+                break
+        block, self.pending = self.pending[:size], self.pending[size:]
+        return block
 
 
 class _LiteralFinder:

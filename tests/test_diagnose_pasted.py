@@ -34,6 +34,7 @@ PASTED = {
     "collected by docker compose": _prefixed("trainer-1  | "),
     "timestamped and wrapped": lambda text: _wrapped(100)(_prefixed("[2024-03-05 12:34:56] ")(text)),
     "CRLF line ends": lambda text: text.replace("\n", "\r\n"),
+    "saved by PowerShell (UTF-16, CRLF)": lambda text: text.replace("\n", "\r\n").encode("utf-16"),
 }
 
 
@@ -55,7 +56,8 @@ def test_the_dev_set_reads_the_same_pasted(how, devset_answers, tmp_path):
             copy.parent.mkdir()
             shutil.copy(case.log, copy)
         for path in [copy] if copy.is_file() else [path for path in copy.rglob("*") if path.is_file()]:
-            path.write_bytes(PASTED[how](path.read_text(errors="surrogateescape")).encode(errors="surrogateescape"))
+            text = PASTED[how](path.read_text(errors="surrogateescape"))
+            path.write_bytes(text if isinstance(text, bytes) else text.encode(errors="surrogateescape"))
         reshaped.append(dataclasses.replace(case, log=copy))
     results = triage_accuracy.evaluate(reshaped).results
     changed = [(case.log.name, before, result.ranked[:3])
