@@ -6,7 +6,8 @@ pass over a block finds them all (Hyperscan, where installed; else one bytes.fin
 fragment, several times slower: benchmarks/bench_diagnose.py); only lines holding a fragment,
 and only while they can still be kept, are decoded and matched against the full pattern.
 Ranks are read from `[rankN]:`-style prefixes, or from the file's name and path (rank3.log,
-rank_3/stderr.txt). Large inputs are shared out to forked processes, whole files each.
+rank_3/stderr.txt). Logs are read as people paste them too (entities, collectors' prefixes, hard
+wraps: pasted.py). Large inputs are shared out to forked processes, whole files each.
 """
 
 from __future__ import annotations
@@ -227,7 +228,7 @@ def _window(line: str, regex: re.Pattern) -> str:
 class _BlockState:
     """One input's scan: kept lines, counts per (signature, rank), line numbers so far."""
 
-    def __init__(self, path: str, place: JobPlace, may_be_paste: bool = False) -> None:
+    def __init__(self, path: str, place: JobPlace, may_be_paste: bool) -> None:
         self.path, self.place = path, place
         self.kept: collections.Counter = collections.Counter()
         self.evidence: list[Evidence] = []
@@ -307,9 +308,9 @@ class _BlockState:
         self.line_base += len(lines)
         return True
 
-    def _scan_wrapped(self, head: bytes) -> None:
+    def _scan_wrapped(self, block: bytes) -> None:
         """Signatures on lines that a hard wrap split, matched on the lines joined again."""
-        lines = head.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")[:-1]
+        lines = block.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")[:-1]
         runs, sure = pasted.wrapped_lines(lines)
         finder, seen = _finder(False), set()
         for index, pieces in runs:

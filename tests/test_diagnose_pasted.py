@@ -132,7 +132,8 @@ def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
 
 def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
     failure = ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
-               "network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use")
+               "network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, "
+               "message: address already in use")
     log = tmp_path / "job.log"
     log.write_text(failure + "\nstep 1 loss 2.31\n")
     evidence = diagnose.diagnose([log]).evidence
@@ -141,7 +142,8 @@ def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
 
 def test_lines_of_one_format_are_lines_of_their_own():
     # One line per rank, all of one length: the widest, but none continues the one before it.
-    ranks = [f"[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation timeout" for rank in range(4)]
+    ranks = [f"[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation timeout"
+             for rank in range(4)]
     assert pasted.wrapped_lines(ranks + ["end"]) == ([(3, [ranks[3], "end"])], False)
     flood = ["Timed out waiting 20000ms for recv operation to complete, the job will now exit"] * 40
     assert pasted.wrapped_lines(flood + ["end"]) == ([(39, [flood[0], "end"])], False)
