@@ -332,11 +332,15 @@ class _BlockState:
         rank = self.place.rank if rank is None else rank
         for signature_id in sorted(labels):
             regex = SIGNATURES_BY_ID[signature_id].regex
-            if (self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep and _matches(regex, text)
-                    and (sure or not any(_matches(regex, piece) for piece in pieces))):
-                self.kept[signature_id, rank] += 1
-                self.evidence.append(Evidence(signature_id, self.path, line_number, rank, _window(text, regex),
-                                              self.place))
+            if _matches(regex, text) and (sure or not any(_matches(regex, piece) for piece in pieces)):
+                self._keep(signature_id, rank, line_number, text)
+
+    def _keep(self, signature_id: str, rank: int | None, line_number: int, text: str) -> None:
+        """One more line for a signature and rank, while it has room for more."""
+        if self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep:
+            self.kept[signature_id, rank] += 1
+            line = _window(text, SIGNATURES_BY_ID[signature_id].regex)
+            self.evidence.append(Evidence(signature_id, self.path, line_number, rank, line, self.place))
 
     def _take(self, raw: bytes, labels: set[str], line_number: int) -> None:
         known = self.cache.get(raw)
@@ -345,10 +349,7 @@ class _BlockState:
         text, line_rank, matched = known
         rank = self.place.rank if line_rank is None else line_rank
         for signature_id in matched if line_number not in self.joined_pieces else ():
-            if self.kept[signature_id, rank] < SIGNATURES_BY_ID[signature_id].keep:
-                self.kept[signature_id, rank] += 1
-                line = _window(text, SIGNATURES_BY_ID[signature_id].regex)
-                self.evidence.append(Evidence(signature_id, self.path, line_number, rank, line, self.place))
+            self._keep(signature_id, rank, line_number, text)
         if ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT:
             self.errors.append(Evidence(ERROR_LINE, self.path, line_number, rank, _window(text, ERROR_WORD),
                                         self.place))
