@@ -17,6 +17,7 @@ often passed through a web page, a terminal or a log collector first:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 # How pages show the characters of a log that matter to its wording: escaped (html.escape's
@@ -86,10 +87,10 @@ WRAP_MIN_WIDTH = 60  # narrower "wraps" are ordinary short lines
 PASTE_BYTES = 64 << 10
 WRAP_MAX_PIECES = 16  # a longer run of lines of one length is lines of one format, not a wrap
 # How a line of its own begins (a rank's tag, a timestamp, NCCL's host:pid:tid, glog's level and
-# date, a traceback, an exception): such a line is never a wrapped line's continuation.
+# date, a traceback and its indented frames, an exception): never a wrapped line's continuation.
 _RECORD_START = re.compile(
     r"\[(?:default)?rank\d+\]|\[Rank \d+\]|\[?\d{4}-\d{2}-\d{2}[ T]|\S+:\d+:\d+ \[\d+\] NCCL "
-    r"|\[?[EWIF]\d{4} |\[[EWIF] [\w.]+:\d+\]|Traceback |\s+File \""
+    r"|\[?[EWIF]\d{4} |\[[EWIF] [\w.]+:\d+\]|Traceback |[ \t]{2}"
     r"|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning): |\[\d+,\d+\]<std|\((?:[\w.]+ )?pid=\d+")
 _SAME_START = 8  # characters: a line that begins as the line before it did is the next record
 
@@ -99,29 +100,47 @@ def _own_line(line: str, before: str) -> bool:
     return bool(_RECORD_START.match(line, 0, PREFIX_REACH)) or line[:_SAME_START] == before[:_SAME_START]
 
 
-def wrapped_lines(lines: list[str]) -> tuple[list[tuple[int, list[str]]], bool]:
-    """Every line that a hard wrap may have split, as (index of its first piece, its pieces), and
-    whether the lines surely were wrapped.
+@dataclasses.dataclass(frozen=True)
+class WrappedLine:
+    first: int  # index of its first piece
+    pieces: list[str]
+    readings: tuple[str, ...]  # the line joined again; two where a dropped space cannot be told
 
-    A wrapped paste's full lines all end exactly at the terminal's edge: the widest length, each
-    continued by the next line, unless that begins a line of its own (lines of one format, one
-    per rank, are often all of one length). Several distinct full lines make the wrap sure; one
-    makes it a guess, and a guess costs little: across its join, only what no piece matches alone
-    is taken."""
-    lengths = list(map(len, lines))
+
+def wrapped_lines(lines: list[str]) -> tuple[list[WrappedLine], bool]:
+    """Every line that a hard wrap may have split, and whether the lines surely were wrapped.
+
+    A wrapped paste's full lines all end at the terminal's edge: the widest length, each continued
+    by the next line, unless that begins a line of its own (lines of one format, one per rank, are
+    often all of one length). Several distinct full lines make the wrap sure; one makes it a guess,
+    and a guess costs little: across its join, only what no piece matches alone is taken. Where the
+    edge fell on a space the copy dropped it, so a line one shorter is full too: where the wrap is
+    sure, its space is put back; a guess is read both with and without one."""
+    lengths = [len(line) for line in lines]
     width = max(lengths[:-1], default=0)
     if width < WRAP_MIN_WIDTH:
         return [], False
+    sure = len({piece for first, last in _runs(lines, lengths, width) for piece in lines[first:last]}) > 1
+    wrapped = []
+    for first, last in _runs(lines, lengths, width - 1):
+        pieces = lines[first:last + 1]
+        if sure:
+            restored = [piece if len(piece) == width else piece + " " for piece in pieces[:-1]]
+            readings = ("".join(restored) + pieces[-1],)
+        else:
+            readings = ("".join(pieces), " ".join(pieces))
+        wrapped.append(WrappedLine(first, pieces, readings))
+    return wrapped, sure
+
+
+def _runs(lines: list[str], lengths: list[int], full: int) -> list[tuple[int, int]]:
+    """(first, last) index of every run of pieces at least `full` long and the piece that ends it."""
     runs, index, last = [], 0, len(lines) - 1
-    while True:
-        try:
-            index = lengths.index(width, index, last)
-        except ValueError:
-            break
+    while index < last:
         first = index
-        while index < last and lengths[index] == width and not _own_line(lines[index + 1], lines[first]):
+        while index < last and lengths[index] >= full and not _own_line(lines[index + 1], lines[first]):
             index += 1
         if 0 < index - first < WRAP_MAX_PIECES:
-            runs.append((first, lines[first:index + 1]))
+            runs.append((first, index))
         index += 1
-    return runs, len({piece for _, pieces in runs for piece in pieces[:-1]}) > 1
+    return runs

@@ -87,7 +87,7 @@ NETWORK: tuple[Signature, ...] = (
       literals=("port must have value from 0 to 65535", "port number missing", "port number of the rendezvous endpoint"),
       suggests=("wrong-master-port",), family="port-config", specificity=0.85),
     S("client-connect-timeout", "Client timed out connecting to the store",
-      r"client socket has timed out after \d+m?s while trying to connect to|connect\(\) timed out\. Original timeout",
+      r"client socket has timed out after \d+m?s while trying to connect to|connect\(\) timed out\.",
       "culprit", "This process dialed host:port and nobody answered there: compare that port with node 0's.",
       literals=("client socket has timed out", "connect() timed out"),
       suggests=("wrong-master-port", "firewall", "wrong-master-addr"), family="connect-failed"),
@@ -157,10 +157,12 @@ NETWORK: tuple[Signature, ...] = (
       literals=("RendezvousTimeoutError",), suggests=("wrong-master-addr", "firewall", "world-size-mismatch"),
       family="waiting", specificity=0.6),
     S("store-wait-timeout", "Store wait timed out for keys other ranks never wrote",
-      r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: Socket Timeout"
-      r"|waitForInput: socket .* timed out after \d+ms|(?:DistStoreError|RuntimeError): Socket Timeout\s*$", "victim",
+      r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: (?:Socket Timeout|Timeout waiting for key)"
+      r"|waitForInput: socket .* timed out after \d+ms|(?:DistStoreError|RuntimeError): (?:Socket|Wait) [Tt]imeout\s*$",
+      "victim",
       "This rank waited for other ranks to register; the keys name the ranks that never came.",
-      literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket"),
+      literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket", "Wait timeout",
+                "got error: Timeout waiting for key"),
       suggests=("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
       family="waiting", specificity=0.6),
     S("store-barrier-waiting", "Ranks still waiting at init's store barrier",
@@ -266,16 +268,22 @@ NETWORK: tuple[Signature, ...] = (
       family="connect-failed", specificity=0.75),
     S("nccl-remote-error", "NCCL lost a peer",
       r"remote process exited or there was a network error|ncclRemoteError|Connection closed by remote peer"
-      r"|Call to (?:recv from|send to) \S+ failed : ",
-      "victim", "The NCCL peer on the other end went away: it crashed, or the link between them failed.",
+      r"|Call to (?:recv from|send to) \S+ failed : |Socket recv failed while polling for opId"
+      r"|Failed to execute operation Connect from rank \d+|Error encountered progressing operation=Connect"
+      r"|Proxy Call to rank \d+ failed \(Connect\)",
+      "victim", "The NCCL peer on the other end went away (or its proxy could not be reached to connect): it "
+      "crashed, or the link between them failed.",
       literals=("remote process exited", "ncclRemoteError", "Connection closed by remote peer", "Call to recv from",
-                "Call to send to"),
+                "Call to send to", "Socket recv failed while polling", "operation Connect from rank",
+                "progressing operation=Connect", "failed (Connect)"),
       suggests=("rank-crash", "link-down", "firewall"), family="peer-lost", specificity=0.65),
     S("store-should-dump-failed", "The NCCL watchdog could not reach the store any more",
-      r"Failed to check the \"should dump\" flag on TCPStore", "victim",
+      r"Failed to check the \"should dump\" flag on TCPStore|Failed to get exception dump flag from the global store",
+      "victim",
       "Printed by every surviving rank once the store's host (rank 0's launcher) is gone: after another failure, "
       "or when rank 0 finished and exited first.",
-      literals=('Failed to check the "should dump" flag',), suggests=("rank-crash", "store-host-lost"),
+      literals=('Failed to check the "should dump" flag', "Failed to get exception dump flag"),
+      suggests=("rank-crash", "store-host-lost"),
       family="peer-lost", effect="side", specificity=0.3),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
       r"NET/IB\w* ?: ?(?:\S+:\d+ )?Got async event|NET/IB\w* ?: ?\S+ async (?:fatal|non-fatal) event"
@@ -300,20 +308,22 @@ NETWORK: tuple[Signature, ...] = (
     S("collective-timeout", "Collective timed out waiting for a peer",
       r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|Watchdog caught collective operation timeout"
       r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]*\]"
-      r"|Application timeout caused pair closure"
+      r"|Application timeout caused pair closure|WorkNCCL\(.*\) timed out in blocking wait"
       r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from", "victim",
       "This rank waited in a collective for a peer that never joined it.",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",
                 "Read timeout [", "Write timeout [", "Application timeout caused pair closure",
-                "Timeout at NCCL work", "Received a dump signal",
+                "Timeout at NCCL work", "Received a dump signal", "timed out in blocking wait",
                 "Received a global timeout"),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
     S("watchdog-hang", "The NCCL watchdog itself hung",
-      r"Heartbeat monitor timed out!|watchdog got stuck for \d+ seconds", "victim",
+      r"Heartbeat monitor timed out!|watchdog got stuck for \d+ seconds|detected no heartbeat of its watchdog"
+      r"|due to ProcessGroupNCCL watchdog hang", "victim",
       "The watchdog thread stopped making progress: a CUDA or NCCL call hung (a collective whose peer never came, "
       "a GPU or link that stopped answering), and the process is taken down.",
-      literals=("Heartbeat monitor timed out", "watchdog got stuck for"), suggests=("straggler-rank", "link-down"),
+      literals=("Heartbeat monitor timed out", "watchdog got stuck for", "detected no heartbeat of its watchdog",
+                "due to ProcessGroupNCCL watchdog hang"), suggests=("straggler-rank", "link-down"),
       family="collective-stall", effect="side", specificity=0.4),
     S("desync-report", "torch's desync report names the ranks that never joined",
       r"are the lagging ranks that caused this timeout|ranks that caused the desync are"
@@ -341,6 +351,11 @@ NETWORK: tuple[Signature, ...] = (
       literals=("o socket interface", "o usable listening interface", "is neither AF_INET",
                 "Address family not supported", "o interface found"),
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
+    S("nccl-bind-unavailable", "NCCL cannot bind the address of the interface it chose",
+      r"Call to bind failed ?: ?Cannot assign requested address", "culprit",
+      "The address NCCL picked is not one this host can listen on (an IPv6 link-local address of ib0 without "
+      "its scope, an address that is not this host's): set NCCL_SOCKET_IFNAME to the interface the nodes share.",
+      literals=("Call to bind failed",), suggests=("wrong-socket-interface",), family="interface", specificity=0.8),
     S("gloo-loopback-fallback", "gloo fell back to the loopback address",
       r"Unable to resolve hostname to a \(local\) address\. Using the loopback", "culprit",
       "The host name resolves to no local address, so gloo advertises 127.0.0.1 and its peers dial themselves.",

@@ -137,7 +137,8 @@ JOB: tuple[Signature, ...] = (
       "Ranks passed tensors of different shapes to one collective.", literals=("ismatch", "not match", "same size"),
       suggests=("collective-mismatch",), family="collective-stall", specificity=0.5),
     S("nccl-invalid-usage", "NCCL invalid usage",
-      r"ncclInvalidUsage|NCCL error in: .*, invalid usage|NCCL Error 5: invalid usage", "culprit",
+      r"ncclInvalidUsage|NCCL error in: .*, invalid usage|NCCL Error 5: invalid usage|NCCL error: invalid usage",
+      "culprit",
       "NCCL rejected how it was called; the 'Last error' line says why. Raised while the communicator is "
       "created, it is most often two ranks on one GPU (no set_device, or more ranks than GPUs).",
       literals=("ncclInvalidUsage", "invalid usage"), suggests=("missing-set-device", "too-few-gpus"),

@@ -27,6 +27,8 @@ PASTED = {
     "typographic quotes": lambda text: text.replace("'", "\u2019"),
     "wrapped at 80 columns": _wrapped(80),
     "wrapped at 120 columns": _wrapped(120),
+    "wrapped at 100 columns, trailing spaces dropped": lambda text: "\n".join(
+        line.rstrip() for line in _wrapped(100)(text).split("\n")),
     "timestamped by a logger": _prefixed("2024-03-05 12:34:56,789 - INFO - "),
     "labelled by pdsh": _prefixed("10.0.0.5: "),
     "labelled by srun": _prefixed("3: "),
@@ -122,12 +124,19 @@ def test_a_surely_wrapped_line_is_read_whole_not_as_its_pieces(tmp_path):
     assert {item.line_number for item in evidence} == {1, 4}
 
 
+def _runs(lines):
+    wrapped, sure = pasted.wrapped_lines(lines)
+    return [(line.first, line.pieces, line.readings) for line in wrapped], sure
+
+
 def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
     lines = ["x" * 55 + "Address already", "in use", "RuntimeError: Address already in use"]
-    assert pasted.wrapped_lines(lines) == ([(0, lines[:2])], False)
-    lines = ["a" * 80, "b" * 80, "c" * 20, "d" * 80, "e"]
-    assert pasted.wrapped_lines(lines) == ([(0, lines[:3]), (3, lines[3:])], True)
-    assert pasted.wrapped_lines(["short", "lines", "only"]) == ([], False)
+    assert _runs(lines) == ([(0, lines[:2], ("x" * 55 + "Address alreadyin use", "x" * 55 + "Address already in use"))],
+                            False)
+    lines = ["a" * 80, "b" * 80, "c" * 20, "d" * 79, "e"]  # "d"'s edge fell on a space the copy dropped
+    assert _runs(lines) == ([(0, lines[:3], ("a" * 80 + "b" * 80 + "c" * 20,)),
+                             (3, lines[3:], ("d" * 79 + " e",))], True)
+    assert _runs(["short", "lines", "only"]) == ([], False)
 
 
 def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
@@ -144,6 +153,8 @@ def test_lines_of_one_format_are_lines_of_their_own():
     # One line per rank, all of one length: the widest, but none continues the one before it.
     ranks = [f"[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation timeout"
              for rank in range(4)]
-    assert pasted.wrapped_lines(ranks + ["end"]) == ([(3, [ranks[3], "end"])], False)
+    runs, sure = _runs(ranks + ["end"])
+    assert [(first, pieces) for first, pieces, _ in runs] == [(3, [ranks[3], "end"])] and not sure
     flood = ["Timed out waiting 20000ms for recv operation to complete, the job will now exit"] * 40
-    assert pasted.wrapped_lines(flood + ["end"]) == ([(39, [flood[0], "end"])], False)
+    runs, sure = _runs(flood + ["end"])
+    assert [(first, pieces) for first, pieces, _ in runs] == [(39, [flood[0], "end"])] and not sure

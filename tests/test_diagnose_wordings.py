@@ -346,6 +346,39 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'last completed NCCL work: 4.\n'),
     ('rank-crash', None,
      '[../third_party/gloo/gloo/transport/tcp/pair.cc:534] writev [10.0.0.2]:45678: Broken pipe\n'),
+    # torch <= 1.x's connect timeout, without the "Original timeout" later versions add
+    ('wrong-master-port', 'firewall', 'RuntimeError: connect() timed out.\n'),
+    # torch <= 1.7's store wait
+    ('straggler-rank', None, 'RuntimeError: Wait timeout\n'),
+    # torch 2.4+'s store get of the NCCL id
+    ('straggler-rank', None,
+     "RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
+     "store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0\n"),
+    # torch 2.3/2.4's heartbeat monitor on a store that is gone: alone, a side effect of what took it
+    (N, 'rank-crash',
+     '[rank1]:[E614 11:14:03.086670611 ProcessGroupNCCL.cpp:1319] [PG 0 Rank 1] Failed to get exception dump flag '
+     'from the global store.Connection reset by peer\n'),
+    # NCCL picked ib0's IPv6 link-local address and cannot bind it
+    ('wrong-socket-interface', None,
+     'nd20-01:275975:275975 [0] NCCL INFO Bootstrap : Using ib0:fe80::ba59:9f03:fc:765c%ib0<0>\n'
+     'nd20-01:275975:275975 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot assign requested '
+     'address\n'),
+    # TORCH_NCCL_BLOCKING_WAIT's wording of a collective timeout
+    ('straggler-rank', 'collective-mismatch',
+     '[rank1]:[E1002 18:16:40.662691402 ProcessGroupNCCL.cpp:756] [Rank 1] Work WorkNCCL(SeqNum=2521, '
+     'OpType=ALLREDUCE, NumelIn=160672064, NumelOut=160672064, Timeout(ms)=600000) timed out in blocking wait.\n'),
+    # torch 2.3+'s watchdog hang: alone, a side effect of what hung it
+    (N, 'straggler-rank',
+     '[rank7]:[E1019 01:04:03.357615073 ProcessGroupNCCL.cpp:1375] [PG 3 Rank 7] First PG on this rank that '
+     'detected no heartbeat of its watchdog.\n'),
+    # vLLM's pynccl wording of ncclInvalidUsage: alone, weakly two ranks on one GPU
+    (N, 'missing-set-device', 'RuntimeError: NCCL error: invalid usage\n'),
+    # NCCL's proxy lost the peer it was connecting to, or polling
+    ('rank-crash', 'link-down',
+     'node1:183006:183220 [1] proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from '
+     'rank 9, retcode 6\n'),
+    ('rank-crash', 'link-down',
+     'node1:39964:40044 [0] proxy.cc:1143 NCCL WARN Socket recv failed while polling for opId=0x7f6f18cb7f40\n'),
 ]
 
 
