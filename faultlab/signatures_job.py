@@ -147,11 +147,12 @@ JOB: tuple[Signature, ...] = (
     S("out-of-memory", "A rank ran out of GPU or host memory",
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"
       r"|not enough) memory|Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|invoked oom-killer"
-      r"|Cuda failure 'out of memory'|oom[_-]kill events?|: Out Of Memory|\bOOMKilled\b", "culprit",
+      r"|Cuda failure 'out of memory'|oom[_-]kill events?|: Out Of Memory|\bOOMKilled\b"
+      r"|Failed to CUDA calloc \d+ bytes", "culprit",
       "This rank could not allocate GPU memory (or the host's OOM killer chose it) and died; the others then "
       "time out or are torn down.",
       literals=("out of memory", "OutOfMemoryError", "DefaultCPUAllocator", "Out of memory: Kill", "oom-kill",
-                "oom_kill", "Out Of Memory", "OOMKilled"),
+                "oom_kill", "Out Of Memory", "OOMKilled", "Failed to CUDA calloc"),
       suggests=("rank-crash",), family="exit"),
     S("nccl-shm-failed", "NCCL cannot create or attach its shared-memory segments",
       r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"
@@ -241,10 +242,12 @@ JOB: tuple[Signature, ...] = (
       suggests=("world-size-mismatch",), family="world", specificity=0.85),
     S("launcher-topology-mismatch", "The trainer's devices or nodes differ from what the scheduler allocated",
       r"in Lightning, but the number of (?:tasks per node|nodes) configured in SLURM"
-      r"|in your SLURM bash script, but this variable is not supported", "culprit",
+      r"|in your SLURM bash script, but this variable is not supported"
+      r"|You requested \d+ GPUs but launched \d+ slurm tasks", "culprit",
       "Lightning compares its devices/num_nodes with SLURM's --ntasks-per-node/--nodes and stops when they "
       "differ: the processes the scheduler starts and the world the trainer expects disagree.",
-      literals=("in Lightning, but the number of", "in your SLURM bash script"), suggests=("world-size-mismatch",),
+      literals=("in Lightning, but the number of", "in your SLURM bash script", "GPUs but launched"),
+      suggests=("world-size-mismatch",),
       family="world", specificity=0.85),
     S("nccl-duplicate-rank", "Two processes registered the same rank with NCCL",
       r"Bootstrap Root : rank \d+ of \d+ ranks has already checked in", "culprit",

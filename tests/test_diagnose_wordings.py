@@ -379,6 +379,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'rank 9, retcode 6\n'),
     ('rank-crash', 'link-down',
      'node1:39964:40044 [0] proxy.cc:1143 NCCL WARN Socket recv failed while polling for opId=0x7f6f18cb7f40\n'),
+    # Lightning 1.x's wording of its devices-versus-SLURM-tasks check
+    ('world-size-mismatch', None, 'You requested 2 GPUs but launched 1 slurm tasks.\n'),
+    # NCCL could not allocate device memory
+    ('rank-crash', None, 'node1:3063028:3066152 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes\n'),
 ]
 
 
