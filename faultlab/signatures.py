@@ -248,7 +248,7 @@ NETWORK: tuple[Signature, ...] = (
       "victim",
       "The store's server (node 0's launcher) went away: usually torn down after another failure.",
       literals=("ailed to recv", "failed on SocketImpl", "Connection reset by peer", "Broken pipe"),
-      suggests=("rank-crash", "rank-as-device-id"),
+      suggests=("rank-crash", "store-host-lost"),
       family="peer-lost", effect="side", specificity=0.6),
     S("connection-closed-by-peer", "A peer's connection dropped mid-collective",
       r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer"
