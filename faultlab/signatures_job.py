@@ -188,7 +188,7 @@ JOB: tuple[Signature, ...] = (
     S("killed-by-sigbus", "A process died of a bus error (SIGBUS)",
       r"exitcode\s*:\s*-7\b|(?i:signal) 7 \(SIGBUS\) received by PID|terminated with signal SIGBUS"
       r"|died with <Signals\.SIGBUS|exits with return code = -7\b|^Bus error|\bBus error \(core dumped\)"
-      r"|Fatal Python error: Bus error|[Rr]eceived signal SIGBUS",
+      r"|Fatal Python error: Bus error|[Rr]eceived signal SIGBUS|Caught signal 7 \(Bus error",
       "culprit", "A mapped page could not be backed: most often a full /dev/shm under shared tensors; "
       "otherwise a crash of its own.",
       literals=("exitcode", "SIGBUS", "return code = -7", "Bus error"),

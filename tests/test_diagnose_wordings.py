@@ -383,6 +383,11 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('world-size-mismatch', None, 'You requested 2 GPUs but launched 1 slurm tasks.\n'),
     # NCCL could not allocate device memory
     ('rank-crash', None, 'node1:3063028:3066152 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes\n'),
+    # UCX's signal handler (loaded with torch builds that link it) words a bus error its own way.
+    ('shm-exhausted', 'rank-crash',
+     '[node1:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n'
+     '==== backtrace (tid:   3095) ====\n'
+     ' 2 0x000000000007587d ncclGroupEnd()  ???:0\n'),
 ]
 
 
