@@ -123,6 +123,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "a peer advertised a loopback address": lambda f, s: any(a.loopback for a in f.addresses),
     "docker bridges or veths among NCCL's interfaces or addresses":
         lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
+    "a container's bridge address was dialed": lambda f, s: any(a.docker_bridge for a in f.addresses),
     "the full file system is /dev/shm": _shm_named,
     "the full file system is a disk": lambda f, s: "disk-path" in f.shm and not _shm_named(f, s),
     "the descriptor limit was reached (errno 24)": lambda f, s: "fd-limit" in f.shm,
@@ -200,6 +201,10 @@ RULES: tuple[Rule, ...] = (
          why="localhost over IPv6 failed (errno 97/99) and torch tries IPv4 next: a warning, not the failure"),
     Rule("connection-refused", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",),
          0.85, why="the refused address belongs to docker's bridge: a peer advertised the wrong interface"),
+    *(Rule(dial, "a container's bridge address was dialed", ("wrong-socket-interface", "wrong-master-addr"), 0.8,
+           why="the address dialed is a container's on docker's default bridge, which no other host can reach: "
+               "the address was taken from the container's interface instead of the host's")
+      for dial in ("client-connect-timeout", "client-connect-failed", "connect-timed-out", "no-route-to-host")),
     Rule("connection-refused", "the refused address is a loopback", ("wrong-socket-interface",), 0.85,
          why="the refused address is a loopback: a peer advertised 127.x (its host name or interface points there)"),
     Rule("gloo-connect-failed", "a peer advertised a loopback address", ("wrong-socket-interface",), 0.9,

@@ -18,6 +18,7 @@ ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
     # [host]:port, the port left out or a placeholder; the host an address or a dotted name, never [rank3]
     re.compile(r"\[((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]+|localhost|[\w-]+(?:\.[\w-]+)+)\](?::(\d*))?"),
     re.compile(r"\(\s*([^,()\s]+),\s*(\d+)\)"),  # (host, port)
+    re.compile(r"connect to \(\s*([^,()\s]+)()\s*$"),  # (host, port) with the port cut off by a wrap
     re.compile(r"(?:to|from|remote peer) ([A-Za-z0-9_.:-]+)<(\d+)>"),  # NCCL's host<port>
 )
 ERRNO = re.compile(r"(?:errno|system error|error)[: =]+(-?\d+)|\((\d+)\)\s*$")
@@ -66,8 +67,9 @@ class Address:
 
     @property
     def docker_bridge(self) -> bool:
-        """An address of docker's default bridge (172.17.0.0/16): reachable only on its own host."""
-        return self.host.removeprefix("::ffff:").startswith("172.17.")
+        """An address docker's default bridge hands its containers (172.17.0.x): reachable only on its own
+        host. Clusters number real networks inside 172.17.0.0/16 too, so only the bridge's first block counts."""
+        return self.host.removeprefix("::ffff:").startswith("172.17.0.")
 
     @property
     def literal(self) -> bool:

@@ -11,8 +11,9 @@ often passed through a web page, a terminal or a log collector first:
   signatures that anchor at the start of a line are matched against the line without them
   (`body`), while the line shown stays whole;
 - in a file small enough to be a paste, long lines hard-wrapped at the terminal's width: every
-  line of exactly the widest length is continued by the next one (`wrapped_lines`), and a
-  signature broken by a wrap is matched across it.
+  line of exactly the widest length is continued by the next one (`wrapped_lines`; a prefix that
+  quoting or labelling put on every piece is taken off the continuations), and a signature
+  broken by a wrap is matched across it.
 """
 
 from __future__ import annotations
@@ -73,12 +74,19 @@ PREFIX_REACH = 160
 
 def body(line: str) -> str:
     """`line` without the prefixes collectors put before it (several may stack)."""
+    return line[sum(map(len, _prefixes(line))):]
+
+
+def _prefixes(line: str) -> list[str]:
+    """The prefixes collectors put before `line`, outermost first."""
+    found, start = [], 0
     for _ in range(_PREFIXES_AT_MOST):
-        match = _TRANSPORT_PREFIX.match(line, 0, PREFIX_REACH)
+        match = _TRANSPORT_PREFIX.match(line, start, start + PREFIX_REACH)
         if not match:
             break
-        line = line[match.end():]
-    return line
+        found.append(match[0])
+        start = match.end()
+    return found
 
 
 WRAP_MIN_WIDTH = 60  # narrower "wraps" are ordinary short lines
@@ -124,13 +132,28 @@ def wrapped_lines(lines: list[str]) -> tuple[list[WrappedLine], bool]:
     wrapped = []
     for first, last in _runs(lines, lengths, width - 1):
         pieces = lines[first:last + 1]
+        texts = _without_repeated_prefix(pieces)
         if sure:
-            restored = [piece if len(piece) == width else piece + " " for piece in pieces[:-1]]
-            readings = ("".join(restored) + pieces[-1],)
+            restored = [text if len(piece) == width else text + " " for piece, text in zip(pieces, texts[:-1])]
+            readings = ("".join(restored) + texts[-1],)
         else:
-            readings = ("".join(pieces), " ".join(pieces))
+            readings = ("".join(texts), " ".join(texts))
         wrapped.append(WrappedLine(first, pieces, readings))
     return wrapped, sure
+
+
+def _without_repeated_prefix(pieces: list[str]) -> list[str]:
+    """The pieces with the prefixes the first one carries taken off the others: a wrapped paste
+    quoted in markdown, or labelled by srun, carries the outer ones on every piece."""
+    outer = _prefixes(pieces[0])
+    texts = pieces[:1]
+    for piece in pieces[1:]:
+        for prefix in outer:
+            if not piece.startswith(prefix):
+                break
+            piece = piece[len(prefix):]
+        texts.append(piece)
+    return texts
 
 
 def _runs(lines: list[str], lengths: list[int], full: int) -> list[tuple[int, int]]:

@@ -139,6 +139,14 @@ def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
     assert _runs(["short", "lines", "only"]) == ([], False)
 
 
+def test_a_wrapped_paste_quoted_whole_joins_without_the_quotes_on_its_pieces():
+    # Quoted in markdown after the wrap (or labelled by srun): every piece carries the prefix; only
+    # the outer prefixes the first piece carries are taken off the others.
+    lines = ["> (Worker pid=7) " + "a" * 70, "> " + "b" * 85, "> c", "> " + "d" * 85, "> e"]
+    assert _runs(lines) == ([(0, lines[:3], ("> (Worker pid=7) " + "a" * 70 + "b" * 85 + "c",)),
+                             (3, lines[3:], ("> " + "d" * 85 + "e",))], True)
+
+
 def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
     failure = ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
                "network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, "

@@ -388,6 +388,14 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[node1:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n'
      '==== backtrace (tid:   3095) ====\n'
      ' 2 0x000000000007587d ncclGroupEnd()  ???:0\n'),
+    # A store address on docker's default bridge (172.17.0.x) reaches no other host: the address was
+    # taken from a container's interface.
+    ('wrong-socket-interface', 'wrong-master-addr',
+     '(Worker pid=2079, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after '
+     '1800s while trying to connect to (172.17.0.2, 44737).\n'),
+    ('wrong-master-port', None,
+     '[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to '
+     '(172.17.8.21, 44737).\n'),
 ]
 
 
