@@ -23,6 +23,9 @@ ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
 )
 ERRNO = re.compile(r"(?:errno|system error|error)[: =]+(-?\d+)|\((\d+)\)\s*$")
 GAI_ERRNO = re.compile(r"gai error: (-\d+)")
+# Windows sockets number the same failures their own way: refused, timed out, no route, network
+# unreachable, address in use, access denied.
+WINSOCK_AS_POSIX = {10061: 111, 10060: 110, 10065: 113, 10051: 101, 10048: 98, 10013: 13}
 SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
                          r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]*)\])?")
@@ -165,7 +168,8 @@ def _read_network(facts: Facts, line: str) -> None:
         for host, port in form.findall(line):
             facts.addresses.append(Address(host.strip(), int(port) if port else None, refused))
     for match in ERRNO.finditer(line):
-        facts.errnos.add(_first_int(match))
+        number = _first_int(match)
+        facts.errnos.add(WINSOCK_AS_POSIX.get(number, number))
     for code in GAI_ERRNO.findall(line):
         facts.errnos.add(int(code))
 

@@ -127,13 +127,13 @@ NETWORK: tuple[Signature, ...] = (
       r"gai error: -\d+|Name or service not known|Temporary failure in name resolution|[Hh]ost not found"
       r"|nodename nor servname|getaddrinfo failed|No address associated with hostname|gaierror"
       r"|\[Errno -[2358]\]|hostname of the rendezvous endpoint .* must be a dot-separated list"
-      r"|Unable to detect suitable master address", "culprit",
+      r"|Unable to detect suitable master address|No such host is known", "culprit",
       "A host name (MASTER_ADDR, the rendezvous endpoint, this host's own name) has no address here, or is "
       "not a host name at all.",
       literals=("gai error", "Name or service not known", "Temporary failure in name resolution", "ost not found",
                 "nodename nor servname", "getaddrinfo failed", "No address associated with hostname", "gaierror",
                 "[Errno -2]", "[Errno -3]", "[Errno -5]", "[Errno -8]", "hostname of the rendezvous endpoint",
-                "Unable to detect suitable master address"),
+                "Unable to detect suitable master address", "No such host is known"),
       suggests=("wrong-master-addr",), family="name-resolution"),
     S("rendezvous-connect-failed", "The launcher could not reach the rendezvous store",
       r"RendezvousConnectionError|connection to the C10d store has failed", "culprit",

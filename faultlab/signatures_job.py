@@ -119,6 +119,12 @@ JOB: tuple[Signature, ...] = (
       "culprit", "Ranks called different collectives or shapes; the message names both sides.",
       literals=("ismatch between collective", "Mismatched collective detected", "collective mismatch error"), suggests=("collective-mismatch",),
       family="collective-stall", specificity=0.95),
+    S("nccl-net-message-truncated", "NCCL got more bytes from a peer than it had posted for",
+      r"NET/Socket ?: ?(?:peer \S+ )?message truncated|message truncated : receiving \d+ bytes instead of \d+",
+      "culprit", "A peer sent more than this rank expected at the same step: the ranks called collectives of "
+      "different sizes, or run with different NCCL settings (NCCL_PROTO, NCCL_ALGO).",
+      literals=("message truncated",), suggests=("collective-mismatch",), family="collective-stall",
+      specificity=0.75),
     S("workers-out-of-sync", "The framework found its workers out of step with each other",
       r"workers have fallen out of sync|gradients are inconsistent between workers"
       r"|(?:parameters|gradients) (?:are|were) not (?:synchroni[sz]ed|the same) across (?:ranks|workers)", "culprit",

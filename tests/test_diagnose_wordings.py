@@ -396,6 +396,17 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('wrong-master-port', None,
      '[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to '
      '(172.17.8.21, 44737).\n'),
+    # Windows sockets number a refusal 10061 and word a failed lookup their own way.
+    ('wrong-master-port', 'firewall',
+     'torch.distributed.DistNetworkError: The client socket has failed to connect to [10.0.0.2]:29500 (system '
+     'error: 10061 - No connection could be made because the target machine actively refused it.).\n'),
+    ('wrong-master-addr', None,
+     '[W socket.cpp:697] [c10d] The client socket has failed to connect to [gpu01]:29500 (system error: 11001 - '
+     'No such host is known.).\n'),
+    # NCCL's socket transport got a bigger message than it posted for: collectives of different sizes.
+    ('collective-mismatch', None,
+     'node2:342239:342260 [0] transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 192.168.161.30<59210> '
+     'message truncated : receiving 1048576 bytes instead of 65536\n'),
 ]
 
 
