@@ -194,7 +194,8 @@ JOB: tuple[Signature, ...] = (
     S("killed-by-sigbus", "A process died of a bus error (SIGBUS)",
       r"exitcode\s*:\s*-7\b|(?i:signal) 7 \(SIGBUS\) received by PID|terminated with signal SIGBUS"
       r"|died with <Signals\.SIGBUS|exits with return code = -7\b|^Bus error|\bBus error \(core dumped\)"
-      r"|Fatal Python error: Bus error|[Rr]eceived signal SIGBUS|Caught signal 7 \(Bus error",
+      r"|Fatal Python error: Bus error|[Rr]eceived signal SIGBUS|Caught signal 7 \(Bus error"
+      r"|srun: error: \S+: tasks? [\d,-]+: Bus error",
       "culprit", "A mapped page could not be backed: most often a full /dev/shm under shared tensors; "
       "otherwise a crash of its own.",
       literals=("exitcode", "SIGBUS", "return code = -7", "Bus error"),
@@ -318,9 +319,9 @@ JOB: tuple[Signature, ...] = (
       r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
       r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
       r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>"
-      r"|^Killed\s*$|: line \d+: +\d+ Killed\s", "culprit",
+      r"|^Killed\s*$|: line \d+: +\d+ Killed\s|srun: error: \S+: tasks? [\d,-]+: Killed", "culprit",
       "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
-      "torchrun, DeepSpeed's and accelerate's launchers each word it their own way.", ("launcher",),
+      "torchrun, DeepSpeed's and accelerate's launchers and srun each word it their own way.", ("launcher",),
       literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
                 "exits with return code = -", "died with <Signals.SIG", "Killed"),
       suggests=("rank-crash",), family="exit", specificity=0.75, keep=16),

@@ -222,6 +222,12 @@ def test_mpirun_and_srun_rank_labels(tmp_path):
     assert found.culprits == (2,) and found.victims == (5,)
 
 
+def test_srun_names_the_task_it_saw_killed(tmp_path):
+    (tmp_path / "job.out").write_text("srun: error: node3: task 6: Killed\nsrun: error: node3: tasks 0-5,7: Terminated\n")
+    found = diagnose.diagnose([tmp_path / "job.out"])
+    assert found.answers()[0] == "rank-crash" and found.culprits == (6,)
+
+
 def test_processes_find_what_one_process_finds(tmp_path, monkeypatch):
     pools = []
 

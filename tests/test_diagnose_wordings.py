@@ -407,6 +407,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('collective-mismatch', None,
      'node2:342239:342260 [0] transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 192.168.161.30<59210> '
      'message truncated : receiving 1048576 bytes instead of 65536\n'),
+    # srun reports a task the kernel killed (the OOM killer's SIGKILL) in its own words.
+    ('rank-crash', None, 'srun: error: node3: task 2: Killed\nsrun: Terminating StepId=4242.0\n'),
 ]
 
 
