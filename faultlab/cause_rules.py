@@ -155,6 +155,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "nothing failed before the job was stopped from outside": lambda f, s: all(
         SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
+    "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.launcher_signals,
     "other nodes got through to a store": lambda f, s: bool(
         {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
 }
@@ -276,6 +277,9 @@ RULES: tuple[Rule, ...] = (
          why="an InfiniBand transfer failed: the link, not only a peer"),
     Rule("nccl-remote-error", "a rank died by a signal or ran out of memory", ("rank-crash",),
          why="a rank died, so its peers lost it"),
+    Rule("launcher-signalled", "the launcher got SIGHUP", outside=True,
+         why="the launcher got SIGHUP: the terminal or ssh session that started it closed (run it under nohup, "
+             "tmux or screen, or through the scheduler); not the job's distributed setup"),
     Rule("launcher-signalled", "nothing failed before the job was stopped from outside",
          ("firewall", "straggler-rank", "wrong-socket-interface", "frozen-rank"), 0.3,
          why="no rank reported an error before the launcher was stopped from outside: the job hung. Hangs without "

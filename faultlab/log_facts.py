@@ -12,6 +12,7 @@ import collections
 import dataclasses
 import ipaddress
 import re
+import signal
 
 NUMBER = r"(-?\d+)"
 ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
@@ -32,6 +33,9 @@ FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: C
 WORK_PROGRESS = re.compile(r"last enqueued (?:NCCL )?work: (\d+), last completed (?:NCCL )?work: (\d+)")
 FAILED_WORKER = re.compile(r"exitcode:? ?(-?\d+)\)? local_rank: (\d+) \(pid: (\d+)\)")
 ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
+# The signal that stopped a launcher (torchrun's agent, DeepSpeed's), by number or name.
+LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal"
+                             r"|Main process received (SIG[A-Z]+)")
 TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
 SET_DEVICE_ARG = re.compile(r"set_device\(\s*(?:[\w.]+\.)?(\w+)")
 DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
@@ -101,6 +105,7 @@ class Facts:
     failed_workers: list = dataclasses.field(default_factory=list)  # (exit code, local rank, pid)
     root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
     terminated_pids: set = dataclasses.field(default_factory=set)
+    launcher_signals: set = dataclasses.field(default_factory=set)  # 'SIGHUP', 'SIGTERM' ... that stopped a launcher
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
     ordinal_ranks: set = dataclasses.field(default_factory=set)  # ranks that saw 'invalid device ordinal'
     ordinal_local_ranks: set = dataclasses.field(default_factory=set)  # (rank, local rank) of those, where a path says
@@ -191,6 +196,9 @@ def _read_exits(facts: Facts, line: str) -> None:
         facts.root_cause_ranks.append((int(rank), int(local_rank)))
     for pid, killed in TERMINATED_PID.findall(line):
         facts.terminated_pids.add(int(pid or killed))
+    for match in LAUNCHER_SIGNAL.finditer(line):
+        name = next(group for group in match.groups() if group)
+        facts.launcher_signals.add(_signal_name(name))
 
 
 def _read_shm(facts: Facts, signature: str, line: str) -> None:
@@ -217,7 +225,7 @@ READERS = {
     "ctx-work-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),
     "torch-shm-failed": ("shm",),
-    "killed-by-sigbus": ("exits",), "ib-completion-error": ("ib",), "nccl-remote-error": ("ib",),
+    "killed-by-sigbus": ("exits",), "launcher-signalled": ("exits",), "ib-completion-error": ("ib",), "nccl-remote-error": ("ib",),
     "store-wait-timeout": ("store",), "desync-report": ("store",), "monitored-barrier-missing-ranks": ("store",),
 }
 NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-connect-timeout", "nccl-connect-failed",
@@ -290,3 +298,12 @@ def ranks_behind(facts: Facts) -> list[int]:
     newest = max(last.values())
     counts = collections.Counter(seq == newest for seq in last.values())
     return sorted(rank for rank, seq in last.items() if seq != newest) if counts[True] >= counts[False] else []
+
+
+def _signal_name(number_or_name: str) -> str:
+    if not number_or_name.isdigit():
+        return number_or_name
+    try:
+        return signal.Signals(int(number_or_name)).name
+    except ValueError:
+        return number_or_name

@@ -185,6 +185,17 @@ def test_a_healthy_run_directory_has_no_culprit_section(tmp_path, cli):
     assert "Culprit" not in result.output and "Silent" not in result.output
 
 
+def test_a_launcher_hung_up_on_is_outside_the_catalog_and_says_why(tmp_path, cli):
+    (tmp_path / "train.log").write_text(
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 got signal: 1\n")
+    result = cli("diagnose", tmp_path / "train.log")
+    assert result.exit_code == 1 and "outside the catalog" in result.output
+    assert "the launcher got SIGHUP: the terminal or ssh session that started it closed" in result.output
+    (tmp_path / "train.log").write_text(
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 got signal: 15\n")
+    assert not diagnose.diagnose([tmp_path / "train.log"]).outside  # SIGTERM: a deadline or a preemption of a hang
+
+
 def test_no_space_left_is_weighed_by_the_file_system_it_names(tmp_path):
     bare = _diagnose(tmp_path, "OSError: [Errno 28] No space left on device\n")
     assert bare.answers()[:2] == (diagnose.NOT_IN_CATALOG, "shm-exhausted") and bare.causes[0].confidence <= 0.35

@@ -58,11 +58,7 @@ def diagnosis_text(found, top: int) -> str:
         lines += [_evidence_line(e) for e in shown.values()][:EVIDENCE_SHOWN]
     lines.append(f"  Unknown / not in the catalog: {found.unknown:.0%}"
                  + ("  (more likely than any cause above together)" if found.unknown > 0.5 else ""))
-    lines += _outside(found)
-    if found.reasons:
-        lines.append("\nRead from the log:")
-        lines += [f"  - {reason}" for reason in found.reasons]
-    lines += _ranks(found) + _flight_recorder(found)
+    lines += _outside(found) + _reasons(found) + _ranks(found) + _flight_recorder(found)
     if found.next_check:
         lines.append(f"\nNext check: {found.next_check}")
     return "\n".join(lines)
@@ -87,7 +83,12 @@ def _no_known_cause(found) -> list[str]:
     else:
         lines = ["\nNo known signature, and no error line."]
     lines += [f"  {item.path}:{item.line_number}: {shown_line(item.line)}" for item in found.error_lines]
-    return lines + _ranks(found)
+    return lines + _reasons(found) + _ranks(found)
+
+
+def _reasons(found) -> list[str]:
+    """What the rules read from the log around its lines, in words."""
+    return ["\nRead from the log:"] + [f"  - {reason}" for reason in found.reasons] if found.reasons else []
 
 
 def _outside(found) -> list[str]:
