@@ -292,6 +292,13 @@ NETWORK: tuple[Signature, ...] = (
       "a cable, a switch port, the link training or the adapter failed.",
       literals=("Got async event", "async fatal event", "async non-fatal event", "IBV_EVENT_"), suggests=("link-down",),
       family="ib-port", specificity=0.85),
+    S("kernel-link-down", "The kernel saw a network link go down",
+      r"\b(?:mlx[45]_core|ixgbe|i40e|ice|bnxt_en|e1000e|igb|tg3|ena|gve|virtio_net)\b.*\b(?:NIC )?[Ll]ink (?:is )?[Dd]own"
+      r"|\b(?:ib|eth|en[ops]|bond|hsn)\w*: (?:[Ll]ink (?:is )?[Dd]own|carrier lost)|Port module event: .*[Cc]able unplugged",
+      "culprit", "The NIC's driver (dmesg, journalctl -k) reported its link down: a cable, a switch port or the "
+      "adapter; the job's transfers over that link then fail.",
+      literals=("ink down", "ink is down", "ink Down", "ink is Down", "carrier lost", "able unplugged"),
+      suggests=("link-down",), family="ib-port", specificity=0.85),
     S("ib-completion-error", "An InfiniBand/RoCE transfer completed with an error",
       r"NET/IB\w* ?: ?Got completion (?:from peer \S+ )?with (?:error|status=) ?\d+|NET/IB\w* Got completion error \d+"
       r"|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded",

@@ -409,6 +409,12 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'message truncated : receiving 1048576 bytes instead of 65536\n'),
     # srun reports a task the kernel killed (the OOM killer's SIGKILL) in its own words.
     ('rank-crash', None, 'srun: error: node3: task 2: Killed\nsrun: Terminating StepId=4242.0\n'),
+    # The NIC's driver, pasted from dmesg: the link itself went down.
+    ('link-down', None,
+     '[Fri Mar  1 10:00:00 2024] mlx5_core 0000:5e:00.0 enp94s0f0np0: Link down\n'
+     '[rank5]:[E ProcessGroupNCCL.cpp:1182] [Rank 5] Watchdog caught collective operation timeout: '
+     'WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600431 '
+     'milliseconds before timing out.\n'),
 ]
 
 
