@@ -277,6 +277,12 @@ NETWORK: tuple[Signature, ...] = (
                 "Call to send to", "Socket recv failed while polling", "operation Connect from rank",
                 "progressing operation=Connect", "failed (Connect)"),
       suggests=("rank-crash", "link-down", "firewall"), family="peer-lost", specificity=0.65),
+    S("hccl-heartbeat-lost", "HCCL (Ascend NPUs) lost a peer's heartbeat",
+      r"ExceptionType:\[Heartbeat Lost Occurred\]", "victim",
+      "HCCL, torch_npu's collective library, stopped hearing from the device it names (IP/ID): its process "
+      "exited, or the network to it failed.",
+      literals=("Heartbeat Lost Occurred",), suggests=("rank-crash", "link-down"), family="peer-lost",
+      specificity=0.7),
     S("store-should-dump-failed", "The NCCL watchdog could not reach the store any more",
       r"Failed to check the \"should dump\" flag on TCPStore|Failed to get exception dump flag from the global store",
       "victim",

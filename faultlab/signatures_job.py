@@ -115,9 +115,15 @@ JOB: tuple[Signature, ...] = (
       suggests=("no-launcher",), family="launcher-variable", specificity=0.7),
     S("collective-mismatch-detail", "Ranks called different collectives (DETAIL or NCCL's check)",
       r"Detected mismatch between collectives on ranks|Mismatch between collective|Mismatched collective detected"
-      r"|NET/IB ?: ?collective mismatch error",
-      "culprit", "Ranks called different collectives or shapes; the message names both sides.",
-      literals=("ismatch between collective", "Mismatched collective detected", "collective mismatch error"), suggests=("collective-mismatch",),
+      r"|NET/IB ?: ?collective mismatch error|input shapes into the collective are mismatched across ranks"
+      r"|Error when verifying shape tensors for collective|Cannot apply desired operation due to shape mismatches"
+      r"|Mismatched \w+ tensor shapes",
+      "culprit", "Ranks called different collectives or shapes; the message names both sides (torch's DETAIL "
+      "checks, NCCL's, accelerate's and Horovod's).",
+      literals=("ismatch between collective", "Mismatched collective detected", "collective mismatch error",
+                "mismatched across ranks", "verifying shape tensors for collective", "due to shape mismatches",
+                "tensor shapes"),
+      suggests=("collective-mismatch",),
       family="collective-stall", specificity=0.95),
     S("nccl-net-message-truncated", "NCCL got more bytes from a peer than it had posted for",
       r"NET/Socket ?: ?(?:peer \S+ )?message truncated|message truncated : receiving \d+ bytes instead of \d+",

@@ -415,6 +415,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[rank5]:[E ProcessGroupNCCL.cpp:1182] [Rank 5] Watchdog caught collective operation timeout: '
      'WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600431 '
      'milliseconds before timing out.\n'),
+    # Horovod's coordinator compares the ranks' requests before the collective.
+    ('collective-mismatch', None,
+     'horovod.common.exceptions.HorovodInternalError: Mismatched ALLREDUCE tensor shapes: One rank sent a '
+     'tensor of shape [10], but another rank sent a tensor of shape [20].\n'),
 ]
 
 
