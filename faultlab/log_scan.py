@@ -41,9 +41,9 @@ DENSE_BYTES_PER_HIT = 400  # denser than a hit per 400 bytes: see whether a few 
 REPETITION = 20  # a block is "a few lines repeated" with at most one distinct line per 20
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # torch's [rankN]: and [Rank N], mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ",
-# and srun's own report of one task (its task number is the rank).
+# and srun's or mpirun's own report of one task (its task number is the rank).
 RANK_PREFIX = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]|^\[\d+,(\d+)\]<std(?:out|err)>:"
-                         r"|^\s*(\d+): |^srun: error: \S+: task (\d+): ")
+                         r"|^\s*(\d+): |^srun: error: \S+: task (\d+): |^(?:mpirun|prterun) noticed that process rank (\d+) ")
 RANK_PREFIX_BYTES = re.compile(RANK_PREFIX.pattern.encode())
 RANK_PREFIX_REACH = 160
 RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?=[/_.-]|$)")

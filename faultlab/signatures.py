@@ -193,16 +193,16 @@ NETWORK: tuple[Signature, ...] = (
       family="rank-assignment",
       specificity=0.7),
     S("rendezvous-clients-timeout", "Master's store timed out waiting for the other nodes",
-      r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "victim",
+      r"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined", "victim",
       "Node 0's launcher waited for the other nodes' launchers, and not all came.",
-      literals=("waiting for clients",),
+      literals=("waiting for clients", "waiting for workers"),
       suggests=("wrong-master-port", "wrong-master-addr", "firewall", "duplicate-node-rank"), family="waiting",
       specificity=0.7),
     S("split-world", "Several nodes each host a store and wait for clients: the job split",
-      r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined", "culprit",
+      r"Timed out after \d+ seconds waiting for (?:clients|workers)\. \d+/\d+ (?:clients|workers) joined", "culprit",
       "Only the store host prints 'clients joined'; on several nodes at once it means several stores, "
       "each node its own master (MASTER_ADDR=localhost, or node rank 0 everywhere).", ("launcher",),
-      literals=("waiting for clients",), suggests=("split-world",), family="split-world", specificity=0.9,
+      literals=("waiting for clients", "waiting for workers"), suggests=("split-world",), family="split-world", specificity=0.9,
       on_nodes=2),
     S("store-connect-reset-retry", "A rank's connection to the store was reset during its handshake, and retried",
       r"TCP client failed to connect/validate to host \S+ - retrying \(try=\d+[^)]*\): Connection reset by peer",
@@ -277,6 +277,13 @@ NETWORK: tuple[Signature, ...] = (
                 "Call to send to", "Socket recv failed while polling", "operation Connect from rank",
                 "progressing operation=Connect", "failed (Connect)"),
       suggests=("rank-crash", "link-down", "firewall"), family="peer-lost", specificity=0.65),
+    S("framework-lost-a-peer", "Horovod or Ray lost a rank or a node",
+      r"Horovod has been shut down\. This was caused by an exception on one of the ranks"
+      r"|has been marked dead because the (?:detector|monitor) has missed too many heartbeats", "victim",
+      "The framework above the collectives saw a rank fail or a node stop answering: that rank crashed, "
+      "or its host or the network to it went away.",
+      literals=("Horovod has been shut down", "missed too many heartbeats"), suggests=("rank-crash", "link-down"),
+      family="peer-lost", specificity=0.6),
     S("hccl-heartbeat-lost", "HCCL (Ascend NPUs) lost a peer's heartbeat",
       r"ExceptionType:\[Heartbeat Lost Occurred\]", "victim",
       "HCCL, torch_npu's collective library, stopped hearing from the device it names (IP/ID): its process "
@@ -293,17 +300,22 @@ NETWORK: tuple[Signature, ...] = (
       family="peer-lost", effect="side", specificity=0.3),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
       r"NET/IB\w* ?: ?(?:\S+:\d+ )?Got async event|NET/IB\w* ?: ?\S+ async (?:fatal|non-fatal) event"
-      r"|IBV_EVENT_(?:PORT_ERR|LID_CHANGE|DEVICE_FATAL|GID_CHANGE)", "culprit",
+      r"|IBV_EVENT_(?:PORT_ERR|LID_CHANGE|DEVICE_FATAL|GID_CHANGE)|IB Async event on \S+: (?:port error|GID table change"
+      r"|local catastrophic error|LID change)", "culprit",
       "The HCA reported an asynchronous event (port error, a catastrophic or work-queue error, a changed GID): "
       "a cable, a switch port, the link training or the adapter failed.",
-      literals=("Got async event", "async fatal event", "async non-fatal event", "IBV_EVENT_"), suggests=("link-down",),
+      literals=("Got async event", "async fatal event", "async non-fatal event", "IBV_EVENT_", "IB Async event on"),
+      suggests=("link-down",),
       family="ib-port", specificity=0.85),
     S("kernel-link-down", "The kernel saw a network link go down",
       r"\b(?:mlx[45]_core|ixgbe|i40e|ice|bnxt_en|e1000e|igb|tg3|ena|gve|virtio_net)\b.*\b(?:NIC )?[Ll]ink (?:is )?[Dd]own"
-      r"|\b(?:ib|eth|en[ops]|bond|hsn)\w*: (?:[Ll]ink (?:is )?[Dd]own|carrier lost)|Port module event: .*[Cc]able unplugged",
-      "culprit", "The NIC's driver (dmesg, journalctl -k) reported its link down: a cable, a switch port or the "
-      "adapter; the job's transfers over that link then fail.",
-      literals=("ink down", "ink is down", "ink Down", "ink is Down", "carrier lost", "able unplugged"),
+      r"|\b(?:ib|eth|en[ops]|bond|hsn)\w*: (?:[Ll]ink (?:is )?[Dd]own|carrier lost)|Port module event: .*[Cc]able unplugged"
+      r"|\bstate:? (?:\d: )?DOWN\b.*\bphys(?:ical)?[ _]state:? (?:\d: )?(?:POLLING|DISABLED|Polling|Disabled)"
+      r"|Physical state: (?:Polling|Disabled)",
+      "culprit", "The NIC's driver (dmesg, journalctl -k) or the port's status (ibstat, ibv_devinfo) says the link "
+      "is down: a cable, a switch port or the adapter; the job's transfers over that link then fail.",
+      literals=("ink down", "ink is down", "ink Down", "ink is Down", "carrier lost", "able unplugged", "DOWN",
+                "Physical state: "),
       suggests=("link-down",), family="ib-port", specificity=0.85),
     S("ib-completion-error", "An InfiniBand/RoCE transfer completed with an error",
       r"NET/IB\w* ?: ?Got completion (?:from peer \S+ )?with (?:error|status=) ?\d+|NET/IB\w* Got completion error \d+"
@@ -322,14 +334,23 @@ NETWORK: tuple[Signature, ...] = (
       r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|Watchdog caught collective operation timeout"
       r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]*\]"
       r"|Application timeout caused pair closure|WorkNCCL\(.*\) timed out in blocking wait"
-      r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from", "victim",
-      "This rank waited in a collective for a peer that never joined it.",
+      r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from"
+      r"|\] Caught collective operation timeout"
+      r"|has not received the Notify record from remote rank|Remote Rank did not send the data in time", "victim",
+      "This rank waited in a collective for a peer that never joined it (NCCL's, gloo's or HCCL's wording).",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",
                 "Read timeout [", "Write timeout [", "Application timeout caused pair closure",
                 "Timeout at NCCL work", "Received a dump signal", "timed out in blocking wait",
-                "Received a global timeout"),
+                "Received a global timeout", "Caught collective operation timeout", "Notify record from remote rank",
+                "did not send the data in time"),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
+    S("horovod-stall", "Horovod found some ranks waiting for the rest at a collective",
+      r"submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks",
+      "victim", "Horovod's stall check: some ranks submitted a tensor the others did not, for over a minute: the "
+      "ranks took different paths (different tensors or counts), or one is late or stuck.",
+      literals=("waiting for remainder of ranks",), suggests=("collective-mismatch", "straggler-rank"),
+      family="collective-stall", effect="side", specificity=0.6),
     S("watchdog-hang", "The NCCL watchdog itself hung",
       r"Heartbeat monitor timed out!|watchdog got stuck for \d+ seconds|detected no heartbeat of its watchdog"
       r"|due to ProcessGroupNCCL watchdog hang", "victim",

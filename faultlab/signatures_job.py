@@ -201,10 +201,10 @@ JOB: tuple[Signature, ...] = (
       r"exitcode\s*:\s*-7\b|(?i:signal) 7 \(SIGBUS\) received by PID|terminated with signal SIGBUS"
       r"|died with <Signals\.SIGBUS|exits with return code = -7\b|^Bus error|\bBus error \(core dumped\)"
       r"|Fatal Python error: Bus error|[Rr]eceived signal SIGBUS|Caught signal 7 \(Bus error"
-      r"|srun: error: \S+: tasks? [\d,-]+: Bus error",
+      r"|srun: error: \S+: tasks? [\d,-]+: Bus error|noticed that process rank \d+ .* exited on signal 7\b",
       "culprit", "A mapped page could not be backed: most often a full /dev/shm under shared tensors; "
       "otherwise a crash of its own.",
-      literals=("exitcode", "SIGBUS", "return code = -7", "Bus error"),
+      literals=("exitcode", "SIGBUS", "return code = -7", "Bus error", "exited on signal 7"),
       suggests=("shm-exhausted", "rank-crash"), family="shm", specificity=0.6, keep=16),
     S("nccl-system-error", "NCCL: unhandled system error", r"unhand?led system error|ncclSystemError", "culprit",
       "A system call inside NCCL failed (shared memory, sockets); NCCL_DEBUG=WARN prints which one.",
@@ -308,11 +308,13 @@ JOB: tuple[Signature, ...] = (
       family="cuda", outside=True),
     S("launcher-signalled", "The launcher was stopped from outside",
       r"Received (?:Signals\.)?(?:SIG[A-Z]+|\d+) death signal, shutting down workers"
-      r"|SignalException: Process \d+ got signal: \d+|Main process received SIG(?:TERM|INT), exiting", "neutral",
-      "torchrun's agent (or DeepSpeed's launcher) got a signal and shut its workers down: a scheduler's time "
-      "limit, a preemption, Ctrl-C, a deadline. With no error before it, the job had hung. Read by diagnose only: "
+      r"|SignalException: Process \d+ got signal: \d+|Main process received SIG(?:TERM|INT), exiting"
+      r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT ", "neutral",
+      "torchrun's agent (or DeepSpeed's launcher, or SLURM's step) got a signal and shut its workers down: a "
+      "scheduler's time limit, a preemption, Ctrl-C, a deadline. With no error before it, the job had hung. Read by diagnose only: "
       "in faultlab's own runs the signal is faultlab's deadline.", (),
-      literals=("death signal, shutting down workers", "SignalException: Process", "Main process received SIG"),
+      literals=("death signal, shutting down workers", "SignalException: Process", "Main process received SIG",
+                "CANCELLED AT "),
       family="teardown", effect="side"),
     S("worker-torn-down", "Launcher tore workers down after a failure",
       r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM|(?:^|\] )Killing subprocess \d+",
@@ -325,11 +327,15 @@ JOB: tuple[Signature, ...] = (
       r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
       r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
       r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>"
-      r"|^Killed\s*$|: line \d+: +\d+ Killed\s|srun: error: \S+: tasks? [\d,-]+: Killed", "culprit",
+      r"|^Killed\s*$|: line \d+: +\d+ Killed\s|srun: error: \S+: tasks? [\d,-]+: Killed"
+      r"|(?:mpirun|prterun) noticed that process rank \d+ with PID \S+ on node \S+ exited on signal (?:9|6)\b"
+      r"|Workers \(tasks / actors\) killed due to memory pressure \(OOM\)", "culprit",
       "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
-      "torchrun, DeepSpeed's and accelerate's launchers and srun each word it their own way.", ("launcher",),
+      "torchrun, DeepSpeed's and accelerate's launchers, srun, mpirun and Ray each word it their own way.",
+      ("launcher",),
       literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
-                "exits with return code = -", "died with <Signals.SIG", "Killed"),
+                "exits with return code = -", "died with <Signals.SIG", "Killed", "exited on signal",
+                "killed due to memory pressure"),
       suggests=("rank-crash",), family="exit", specificity=0.75, keep=16),
     S("child-failed", "torchrun's failure report (Root Cause block)", r"Root Cause \(first observed failure\)",
       "neutral", "The launcher's first observed failure, which can be a victim that timed out first.", ("launcher",),

@@ -419,6 +419,24 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('collective-mismatch', None,
      'horovod.common.exceptions.HorovodInternalError: Mismatched ALLREDUCE tensor shapes: One rank sent a '
      'tensor of shape [10], but another rank sent a tensor of shape [20].\n'),
+    # mpirun, SLURM, Ray and Horovod report a lost or stopped rank in their own words.
+    ('rank-crash', None, 'mpirun noticed that process rank 7 with PID 0 on node gpu3 exited on signal 9 (Killed).\n'),
+    ('rank-crash', 'link-down',
+     '2024-04-11 16:38:16,464\tWARNING worker.py:2037 -- The node with node id: 75b2eec8 and ip: 10.4.4.107 has '
+     'been marked dead because the detector has missed too many heartbeats from it.\n'),
+    ('collective-mismatch', 'straggler-rank',
+     '[2021-04-10 21:28:20.658706: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted to '
+     'be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than '
+     '60 seconds.\n'),
+    # The port's own status, as ibstat shows it.
+    ('link-down', None,
+     'link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN physical_state POLLING\n'),
+    # torch 1.x's wording of a collective timeout, and the store's later "workers" wording.
+    ('straggler-rank', 'collective-mismatch',
+     'RuntimeError: [Rank 1] Caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, '
+     'TensorShape=[1], Timeout(ms)=10800000) ran for 10800863 milliseconds before timing out.\n'),
+    ('wrong-master-port', 'wrong-master-addr',
+     'torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers joined.\n'),
 ]
 
 
