@@ -437,6 +437,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'TensorShape=[1], Timeout(ms)=10800000) ran for 10800863 milliseconds before timing out.\n'),
     ('wrong-master-port', 'wrong-master-addr',
      'torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers joined.\n'),
+    # The store's bind failure with its reason cut off, as a note or a paste kept it.
+    ('port-in-use', None,
+     'The server socket has failed to listen on any local network address\n\n'
+     'The server socket has failed to bind to [::]:19936\n'),
 ]
 
 
