@@ -22,6 +22,7 @@ from .scenario import read_yaml
 REQUIRED_KEYS = {"log", "source", "cause", "established"}
 CASE_KEYS = REQUIRED_KEYS | {"culprit"}
 CULPRIT = re.compile(r"^(rank|node) (\d+)$")
+CONFIDENCE_BANDS = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,7 @@ class CaseResult:
     ranked: tuple[str, ...]  # answers as diagnose ranked them, best first; NOT_IN_CATALOG among them
     culprit_rank: int | None  # the rank diagnose named as the culprit
     culprit_node: int | None  # the node diagnose named as the culprit's
+    confidence: float  # the confidence diagnose showed for its first answer
 
     @property
     def position(self) -> int | None:
@@ -83,6 +85,15 @@ class Accuracy:
             scores.append(2 * hits / (len(answered) + actual))
         return sum(scores) / len(scores) if scores else 0.0
 
+    def calibration(self) -> list[tuple[float, float, int, int]]:
+        """(from, to, cases, right first) for bands of the first answer's confidence: how often an
+        answer shown at that confidence was the known cause."""
+        bands = []
+        for low, high in zip(CONFIDENCE_BANDS, CONFIDENCE_BANDS[1:]):
+            shown = [r for r in self.results if low <= r.confidence < high or (high == 1.0 and r.confidence == 1.0)]
+            bands.append((low, high, len(shown), sum(1 for r in shown if r.position == 1)))
+        return bands
+
     @property
     def unknown(self) -> tuple[int, int]:
         """(answered "not in the catalog" first, cases whose cause is outside the catalog)."""
@@ -122,7 +133,9 @@ def evaluate(cases: list[Case]) -> Accuracy:
     results = []
     for case in cases:
         found = diagnose([case.log])
-        results.append(CaseResult(case, found.answers(), found.culprit, found.culprit_node))
+        answers = found.answers()
+        shown = found.unknown if answers[0] == NOT_IN_CATALOG else found.causes[0].confidence
+        results.append(CaseResult(case, answers, found.culprit, found.culprit_node, shown))
     return Accuracy(tuple(results))
 
 

@@ -50,9 +50,9 @@ def test_live_runs_name_their_culprit():
     assert accuracy.top(3) >= 0.75
 
 
-def _result(cause: str, first: str) -> triage_accuracy.CaseResult:
+def _result(cause: str, first: str, confidence: float = 0.5) -> triage_accuracy.CaseResult:
     case = triage_accuracy.Case(DEVSET / "cases.yaml", "https://example.org", cause, "by hand")
-    return triage_accuracy.CaseResult(case, (first,), None, None)
+    return triage_accuracy.CaseResult(case, (first,), None, None, confidence)
 
 
 def test_macro_f1_weighs_a_rare_cause_as_much_as_a_frequent_one():
@@ -62,3 +62,12 @@ def test_macro_f1_weighs_a_rare_cause_as_much_as_a_frequent_one():
     accuracy = triage_accuracy.Accuracy(tuple(results))
     assert accuracy.top(1) == 0.9
     assert accuracy.macro_f1() == pytest.approx((18 / 19 + 0) / 2)
+
+
+def test_calibration_counts_how_often_an_answer_at_each_confidence_was_right():
+    results = ([_result("rank-crash", "rank-crash", 0.95)] * 3 + [_result("firewall", "rank-crash", 1.0)]
+               + [_result("firewall", "firewall", 0.2), _result("firewall", "wrong-master-port", 0.29)])
+    bands = {(low, high): (cases, right) for low, high, cases, right in
+             triage_accuracy.Accuracy(tuple(results)).calibration()}
+    assert bands[0.9, 1.0] == (4, 3) and bands[0.0, 0.3] == (2, 1) and bands[0.5, 0.7] == (0, 0)
+

@@ -144,7 +144,10 @@ def accuracy_text(accuracy) -> str:
             f"top-3 {accuracy.top(3):.1%}, top-5 {accuracy.top(5):.1%}; macro-F1 of the first answer "
             f"{accuracy.macro_f1():.3f}\n"
             f"culprit named: rank level {_ratio(accuracy.culprit('rank'))}, node level {_ratio(accuracy.culprit('node'))}\n"
-            f"not in the catalog, answered first: {_ratio(accuracy.unknown)}")
+            f"not in the catalog, answered first: {_ratio(accuracy.unknown)}\n"
+            f"first answer right, by the confidence shown for it: "
+            + "; ".join(f"{low:.0%}-{high:.0%} {right}/{cases}" + (f" ({right / cases:.0%})" if cases else "")
+                        for low, high, cases, right in accuracy.calibration()))
 
 
 def accuracy_json(accuracy) -> dict:
@@ -156,6 +159,8 @@ def accuracy_json(accuracy) -> dict:
         "top5": accuracy.top(5), "macro_f1": accuracy.macro_f1(),
         "culprit_rank": pair(accuracy.culprit("rank")), "culprit_node": pair(accuracy.culprit("node")),
         "not_in_catalog": pair(accuracy.unknown),
+        "calibration": [{"from": low, "to": high, "cases": cases, "right": right}
+                        for low, high, cases, right in accuracy.calibration()],
         "results": [{"log": r.case.log.name, "cause": r.case.cause, "position": r.position, "ranked": list(r.ranked[:3]),
-                     "culprit": _culprit_cell(r) or None} for r in accuracy.results],
+                     "confidence": r.confidence, "culprit": _culprit_cell(r) or None} for r in accuracy.results],
     }
