@@ -333,18 +333,21 @@ NETWORK: tuple[Signature, ...] = (
       literals=("ibv_modify_qp failed", "ibv_create_qp failed"), suggests=("link-down",), family="ib-port",
       specificity=0.3),
     S("collective-timeout", "Collective timed out waiting for a peer",
-      r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|Watchdog caught collective operation timeout"
+      r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|(?:Watchdog c|\] C)aught collective operation timeout"
       r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]*\]"
       r"|Application timeout caused pair closure|WorkNCCL\(.*\) timed out in blocking wait"
-      r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from"
-      r"|\] Caught collective operation timeout"
-      r"|has not received the Notify record from remote rank|Remote Rank did not send the data in time", "victim",
-      "This rank waited in a collective for a peer that never joined it (NCCL's, gloo's or HCCL's wording).",
+      r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from",
+      "victim", "This rank waited in a collective for a peer that never joined it.",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",
                 "Read timeout [", "Write timeout [", "Application timeout caused pair closure",
                 "Timeout at NCCL work", "Received a dump signal", "timed out in blocking wait",
-                "Received a global timeout", "Caught collective operation timeout", "Notify record from remote rank",
-                "did not send the data in time"),
+                "Received a global timeout", "Caught collective operation timeout"),
+      suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
+      specificity=0.6),
+    S("hccl-collective-timeout", "HCCL (Ascend NPUs) timed out waiting for a remote rank",
+      r"has not received the Notify record from remote rank|Remote Rank did not send the data in time", "victim",
+      "torch_npu's collective library waited for a peer that never joined the collective.",
+      literals=("Notify record from remote rank", "did not send the data in time"),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
     S("horovod-stall", "Horovod found some ranks waiting for the rest at a collective",
