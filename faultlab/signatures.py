@@ -244,12 +244,14 @@ NETWORK: tuple[Signature, ...] = (
       literals=("TCPStoreMasterDaemon::run() failed", "Unexpected poll revent on the master's listening socket"),
       suggests=("store-host-lost", "listen-backlog-overflow"), family="store-server", specificity=0.5),
     S("store-recv-failed", "Lost the connection to the TCPStore",
-      r"(?i:failed to recv), got 0 bytes|(?:send|recv)\w* failed on SocketImpl|got error: Connection reset by peer"
+      r"(?i:failed to recv), got 0 bytes|Failed to send, sent 0 bytes|(?:send|recv)\w* failed on SocketImpl"
+      r"|got error: Connection reset by peer"
       # torch <= 2.1's store client, as the exception's whole message
       r"|^(?:RuntimeError|torch\.distributed\.DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$",
       "victim",
       "The store's server (node 0's launcher) went away: usually torn down after another failure.",
-      literals=("ailed to recv", "failed on SocketImpl", "Connection reset by peer", "Broken pipe"),
+      literals=("ailed to recv", "Failed to send, sent 0 bytes", "failed on SocketImpl", "Connection reset by peer",
+                "Broken pipe"),
       suggests=("rank-crash", "store-host-lost"),
       family="peer-lost", effect="side", specificity=0.6),
     S("connection-closed-by-peer", "A peer's connection dropped mid-collective",
@@ -262,11 +264,13 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.7),
     # -- NCCL and gloo transports -------------------------------------------------------------
     S("nccl-connect-failed", "NCCL could not connect to a peer",
-      r"NCCL WARN .*Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)",
+      r"NCCL WARN .*Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
+      r"|socketStartConnect: exceeded retries",
       "culprit",
       "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
       "(docker0, a veth, a second NIC) was chosen, or a firewall drops NCCL's ports.",
-      literals=("Connect to ", "Call to connect"), suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),
+      literals=("Connect to ", "Call to connect", "socketStartConnect: exceeded retries"),
+      suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),
       family="connect-failed", specificity=0.75),
     S("nccl-remote-error", "NCCL lost a peer",
       r"remote process exited or there was a network error|ncclRemoteError|Connection closed by remote peer"
@@ -377,9 +381,11 @@ NETWORK: tuple[Signature, ...] = (
       "that peer's GLOO_SOCKET_IFNAME (or host name) points at its loopback.",
       literals=("Gloo connectFullMesh failed",), suggests=("wrong-socket-interface", "firewall"),
       family="connect-failed"),
-    S("gloo-no-address", "gloo cannot find the socket interface", r"Unable to find (?:address|interface) for", "culprit",
-      "GLOO_SOCKET_IFNAME names an interface this host does not have.",
-      literals=("Unable to find address for", "Unable to find interface for"),
+    S("gloo-no-address", "gloo cannot find the socket interface",
+      r"Unable to find (?:address|interface) for|Cannot resolve \S+ to a \(local\) address", "culprit",
+      "GLOO_SOCKET_IFNAME names an interface this host does not have, or (without it) the host's own name "
+      "resolves to no local address.",
+      literals=("Unable to find address for", "Unable to find interface for", "to a (local) address"),
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
     S("nccl-no-interface", "NCCL finds no socket interface",
       r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"

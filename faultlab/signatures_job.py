@@ -117,12 +117,13 @@ JOB: tuple[Signature, ...] = (
       r"Detected mismatch between collectives on ranks|Mismatch between collective|Mismatched collective detected"
       r"|NET/IB ?: ?collective mismatch error|input shapes into the collective are mismatched across ranks"
       r"|Error when verifying shape tensors for collective|Cannot apply desired operation due to shape mismatches"
-      r"|Mismatched \w+ tensor shapes",
+      r"|Mismatched \w+ tensor shapes|Collectives differ in the following aspects"
+      r"|Received data size doesn't match expected size\. Is there a distributed collective mismatch",
       "culprit", "Ranks called different collectives or shapes; the message names both sides (torch's DETAIL "
       "checks, NCCL's, accelerate's and Horovod's).",
       literals=("ismatch between collective", "Mismatched collective detected", "collective mismatch error",
                 "mismatched across ranks", "verifying shape tensors for collective", "due to shape mismatches",
-                "tensor shapes"),
+                "tensor shapes", "Collectives differ in the following aspects", "data size doesn't match expected size"),
       suggests=("collective-mismatch",),
       family="collective-stall", specificity=0.95),
     S("nccl-net-message-truncated", "NCCL got more bytes from a peer than it had posted for",
@@ -274,9 +275,10 @@ JOB: tuple[Signature, ...] = (
       literals=("socketFinalizeAccept",), suggests=("shared-master-port", "split-world"), family="world",
       specificity=0.6),
     S("nccl-version-skew", "NCCL versions differ across ranks",
-      r"Message truncated : received \d+(?:,\d+)? bytes instead of", "culprit",
-      "A bootstrap message of another size than expected: the ranks run different NCCL versions.", ("rank",),
-      literals=("Message truncated : received",), family="cuda", outside=True),
+      r"Message truncated : received \d+(?:,\d+)? bytes instead of|Mismatched NCCL version detected", "culprit",
+      "A bootstrap message of another size than expected, or NCCL's own version check: the ranks run different "
+      "NCCL versions.", ("rank",),
+      literals=("Message truncated : received", "Mismatched NCCL version detected"), family="cuda", outside=True),
     S("cuda-initialized-before-fork", "CUDA was initialized before the launcher could fork its workers",
       r"CUDA has been initialized before the .notebook_launcher. could create|can't create new processes if CUDA is "
       r"already initialized|should only be initialized inside your training function"

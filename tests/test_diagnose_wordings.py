@@ -441,6 +441,19 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('port-in-use', None,
      'The server socket has failed to listen on any local network address\n\n'
      'The server socket has failed to bind to [::]:19936\n'),
+    # Wordings as torch, gloo and NCCL's sources write them (their later versions).
+    ('collective-mismatch', None,
+     'RuntimeError: Detected mismatch between collectives on ranks. Collectives differ in the following aspects: '
+     '  Sequence number: 22vs 18  Op type: ALLREDUCEvs ALLGATHER\n'),
+    ('collective-mismatch', None,
+     "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Received data size doesn't match "
+     "expected size. Is there a distributed collective mismatch in your code? GLHF!\n"),
+    ('wrong-socket-interface', 'firewall',
+     'node1:2683:2826 [0] misc/socket.cc:611 NCCL WARN socketStartConnect: exceeded retries (34)\n'),
+    ('wrong-socket-interface', None,
+     '[W ProcessGroupGloo.cpp:715] Warning: Unable to resolve hostname to a (local) address. Using the loopback '
+     'address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME.\n'
+     'RuntimeError: Cannot resolve node1 to a (local) address\n'),
 ]
 
 
