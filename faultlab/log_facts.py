@@ -201,6 +201,15 @@ def _read_exits(facts: Facts, line: str) -> None:
         facts.launcher_signals.add(_signal_name(name))
 
 
+def _signal_name(number_or_name: str) -> str:
+    if not number_or_name.isdigit():
+        return number_or_name
+    try:
+        return signal.Signals(int(number_or_name)).name
+    except ValueError:
+        return number_or_name
+
+
 def _read_shm(facts: Facts, signature: str, line: str) -> None:
     """What NCCL's segment lines say, and which file system a failed write names."""
     for path in PATH.findall(line):
@@ -299,11 +308,3 @@ def ranks_behind(facts: Facts) -> list[int]:
     counts = collections.Counter(seq == newest for seq in last.values())
     return sorted(rank for rank, seq in last.items() if seq != newest) if counts[True] >= counts[False] else []
 
-
-def _signal_name(number_or_name: str) -> str:
-    if not number_or_name.isdigit():
-        return number_or_name
-    try:
-        return signal.Signals(int(number_or_name)).name
-    except ValueError:
-        return number_or_name
