@@ -313,8 +313,8 @@ JOB: tuple[Signature, ...] = (
       r"|SignalException: Process \d+ got signal: \d+|Main process received SIG(?:TERM|INT), exiting"
       r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT ", "neutral",
       "torchrun's agent (or DeepSpeed's launcher, or SLURM's step) got a signal and shut its workers down: a "
-      "scheduler's time limit, a preemption, Ctrl-C, a deadline. With no error before it, the job had hung. Read by diagnose only: "
-      "in faultlab's own runs the signal is faultlab's deadline.", (),
+      "scheduler's time limit, a preemption, Ctrl-C, a deadline. With no error before it, the job had hung. "
+      "Read by diagnose only: in faultlab's own runs the signal is faultlab's deadline.", (),
       literals=("death signal, shutting down workers", "SignalException: Process", "Main process received SIG",
                 "CANCELLED AT "),
       family="teardown", effect="side"),
