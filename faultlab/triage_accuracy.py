@@ -40,7 +40,7 @@ class CaseResult:
     ranked: tuple[str, ...]  # answers as diagnose ranked them, best first; NOT_IN_CATALOG among them
     culprit_rank: int | None  # the rank diagnose named as the culprit
     culprit_node: int | None  # the node diagnose named as the culprit's
-    confidence: float  # the confidence diagnose showed for its first answer
+    confidence: float | None  # the confidence diagnose showed for its first answer; None: it ranked no cause
 
     @property
     def position(self) -> int | None:
@@ -87,12 +87,20 @@ class Accuracy:
 
     def calibration(self) -> list[tuple[float, float, int, int]]:
         """(from, to, cases, right first) for bands of the first answer's confidence: how often an
-        answer shown at that confidence was the known cause."""
+        answer shown at that confidence was the known cause. Cases where diagnose ranked no cause
+        (it showed no confidence) are counted by `no_cause_ranked`."""
+        ranked = [r for r in self.results if r.confidence is not None]
         bands = []
         for low, high in zip(CONFIDENCE_BANDS, CONFIDENCE_BANDS[1:]):
-            shown = [r for r in self.results if low <= r.confidence < high or (high == 1.0 and r.confidence == 1.0)]
+            shown = [r for r in ranked if low <= r.confidence < high or (high == 1.0 and r.confidence == 1.0)]
             bands.append((low, high, len(shown), sum(1 for r in shown if r.position == 1)))
         return bands
+
+    @property
+    def no_cause_ranked(self) -> tuple[int, int]:
+        """(outside the catalog, cases) for cases where diagnose ranked no cause at all."""
+        cases = [r for r in self.results if r.confidence is None]
+        return sum(1 for r in cases if r.case.cause == NOT_IN_CATALOG), len(cases)
 
     @property
     def unknown(self) -> tuple[int, int]:
@@ -134,7 +142,7 @@ def evaluate(cases: list[Case]) -> Accuracy:
     for case in cases:
         found = diagnose([case.log])
         answers = found.answers()
-        shown = found.unknown if answers[0] == NOT_IN_CATALOG else found.causes[0].confidence
+        shown = None if not found.causes else found.unknown if answers[0] == NOT_IN_CATALOG else found.causes[0].confidence
         results.append(CaseResult(case, answers, found.culprit, found.culprit_node, shown))
     return Accuracy(tuple(results))
 

@@ -50,7 +50,7 @@ def test_live_runs_name_their_culprit():
     assert accuracy.top(3) >= 0.75
 
 
-def _result(cause: str, first: str, confidence: float = 0.5) -> triage_accuracy.CaseResult:
+def _result(cause: str, first: str, confidence: float | None = 0.5) -> triage_accuracy.CaseResult:
     case = triage_accuracy.Case(DEVSET / "cases.yaml", "https://example.org", cause, "by hand")
     return triage_accuracy.CaseResult(case, (first,), None, None, confidence)
 
@@ -66,8 +66,10 @@ def test_macro_f1_weighs_a_rare_cause_as_much_as_a_frequent_one():
 
 def test_calibration_counts_how_often_an_answer_at_each_confidence_was_right():
     results = ([_result("rank-crash", "rank-crash", 0.95)] * 3 + [_result("firewall", "rank-crash", 1.0)]
-               + [_result("firewall", "firewall", 0.2), _result("firewall", "wrong-master-port", 0.29)])
-    bands = {(low, high): (cases, right) for low, high, cases, right in
-             triage_accuracy.Accuracy(tuple(results)).calibration()}
+               + [_result("firewall", "firewall", 0.2), _result("firewall", "wrong-master-port", 0.29)]
+               + [_result("not-in-catalog", "not-in-catalog", None), _result("firewall", "not-in-catalog", None)])
+    accuracy = triage_accuracy.Accuracy(tuple(results))
+    bands = {(low, high): (cases, right) for low, high, cases, right in accuracy.calibration()}
     assert bands[0.9, 1.0] == (4, 3) and bands[0.0, 0.3] == (2, 1) and bands[0.5, 0.7] == (0, 0)
+    assert accuracy.no_cause_ranked == (1, 2)  # no confidence shown: counted apart, not as 100%
 

@@ -147,7 +147,9 @@ def accuracy_text(accuracy) -> str:
             f"not in the catalog, answered first: {_ratio(accuracy.unknown)}\n"
             f"first answer right, by the confidence shown for it: "
             + "; ".join(f"{low:.0%}-{high:.0%} {right}/{cases}" + (f" ({right / cases:.0%})" if cases else "")
-                        for low, high, cases, right in accuracy.calibration()))
+                        for low, high, cases, right in accuracy.calibration())
+            + f"\nno cause ranked (no confidence shown): {accuracy.no_cause_ranked[1]} cases, "
+              f"{accuracy.no_cause_ranked[0]} of them outside the catalog")
 
 
 def accuracy_json(accuracy) -> dict:
@@ -161,6 +163,7 @@ def accuracy_json(accuracy) -> dict:
         "not_in_catalog": pair(accuracy.unknown),
         "calibration": [{"from": low, "to": high, "cases": cases, "right": right}
                         for low, high, cases, right in accuracy.calibration()],
+        "no_cause_ranked": {"outside_the_catalog": accuracy.no_cause_ranked[0], "cases": accuracy.no_cause_ranked[1]},
         "results": [{"log": r.case.log.name, "cause": r.case.cause, "position": r.position, "ranked": list(r.ranked[:3]),
                      "confidence": r.confidence, "culprit": _culprit_cell(r) or None} for r in accuracy.results],
     }
