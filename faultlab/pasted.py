@@ -104,7 +104,9 @@ _SAME_START = 8  # characters: a line that begins as the line before it did is t
 
 
 def _own_line(line: str, before: str) -> bool:
-    """Whether `line` begins a line of its own rather than continuing a wrapped one."""
+    """Whether `line` begins a line of its own rather than continuing a wrapped one. Read past the
+    collectors' prefixes: a prefix every line carries says nothing of where a record begins."""
+    line, before = body(line), body(before)
     return bool(_RECORD_START.match(line, 0, PREFIX_REACH)) or line[:_SAME_START] == before[:_SAME_START]
 
 

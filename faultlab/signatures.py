@@ -83,13 +83,14 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("port-in-use",), family="port-taken", specificity=0.6),
     S("master-port-invalid", "MASTER_PORT or the rendezvous port is not a port number",
       r"port must have value from 0 to 65535|rendezvous: port number missing"
-      r"|port number of the rendezvous endpoint .* must be an integer", "culprit",
+      r"|port number of the rendezvous endpoint .{0,300}? must be an integer", "culprit",
       "The port given to the store (MASTER_PORT, init_method's tcp://host:port, --rdzv_endpoint) is missing or "
       "out of range: the launch command or the environment spells it wrong.",
       literals=("port must have value from 0 to 65535", "port number missing", "port number of the rendezvous endpoint"),
       suggests=("wrong-master-port",), family="port-config", specificity=0.85),
     S("client-connect-timeout", "Client timed out connecting to the store",
-      r"client socket has timed out after \d+m?s while trying to connect to|connect\(\) timed out\.",
+      # the line may end at the duration, where a wrap or a paste cut it
+      r"client socket has timed out after \d+m?s(?: while trying to connect to|\s*$)|connect\(\) timed out\.",
       "culprit", "This process dialed host:port and nobody answered there: compare that port with node 0's.",
       literals=("client socket has timed out", "connect() timed out"),
       suggests=("wrong-master-port", "firewall", "wrong-master-addr"), family="connect-failed"),
@@ -104,7 +105,7 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("wrong-master-port", "firewall", "wrong-socket-interface"), family="connect-failed",
       specificity=0.7),
     S("client-connect-failed", "Client could not connect to the store's address",
-      r"client socket has failed to connect to .*\((?:errno|system error): -?\d+", "culprit",
+      r"client socket has failed to connect to .{0,300}?\((?:errno|system error): -?\d+", "culprit",
       "This process could not reach MASTER_ADDR:MASTER_PORT; the errno says how (111 refused, 110 timed "
       "out, 113 no route, 22 or 10049 an address that is not valid).",
       literals=("client socket has failed to connect",),
@@ -128,7 +129,7 @@ NETWORK: tuple[Signature, ...] = (
     S("name-not-resolved", "A host name does not resolve",
       r"gai error: -\d+|Name or service not known|Temporary failure in name resolution|[Hh]ost not found"
       r"|nodename nor servname|getaddrinfo failed|No address associated with hostname|gaierror"
-      r"|\[Errno -[2358]\]|hostname of the rendezvous endpoint .* must be a dot-separated list"
+      r"|\[Errno -[2358]\]|hostname of the rendezvous endpoint .{0,300}? must be a dot-separated list"
       r"|Unable to detect suitable master address|No such host is known", "culprit",
       "A host name (MASTER_ADDR, the rendezvous endpoint, this host's own name) has no address here, or is "
       "not a host name at all.",
@@ -160,7 +161,7 @@ NETWORK: tuple[Signature, ...] = (
       family="waiting", specificity=0.6),
     S("store-wait-timeout", "Store wait timed out for keys other ranks never wrote",
       r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: (?:Socket Timeout|Timeout waiting for key)"
-      r"|waitForInput: socket .* timed out after \d+ms|(?:DistStoreError|RuntimeError): (?:Socket|Wait) [Tt]imeout\s*$",
+      r"|waitForInput: socket .{0,300}? timed out after \d+ms|(?:DistStoreError|RuntimeError): (?:Socket|Wait) [Tt]imeout\s*$",
       "victim",
       "This rank waited for other ranks to register; the keys name the ranks that never came.",
       literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket", "Wait timeout",
@@ -255,8 +256,8 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("rank-crash", "store-host-lost"),
       family="peer-lost", effect="side", specificity=0.6),
     S("connection-closed-by-peer", "A peer's connection dropped mid-collective",
-      r"Connection closed by peer|Read error \[[^\]]*\]:\d+: Connection reset by peer"
-      r"|Socket (?:unexpectedly )?closed \[|writev \[[^\]]*\]:\d+: (?:Broken pipe|Connection reset by peer)"
+      r"Connection closed by peer|Read error \[[^\]]{0,100}\]:\d+: Connection reset by peer"
+      r"|Socket (?:unexpectedly )?closed \[|writev \[[^\]]{0,100}\]:\d+: (?:Broken pipe|Connection reset by peer)"
       r"|short read: got \d+ bytes while expecting to read", "victim",
       "The rank on the other end of a gloo pair died or was torn down: find which one.",
       literals=("Connection closed by peer", "Connection reset by peer", "closed [", "writev [", "short read: got"),
@@ -264,7 +265,7 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.7),
     # -- NCCL and gloo transports -------------------------------------------------------------
     S("nccl-connect-failed", "NCCL could not connect to a peer",
-      r"NCCL WARN .*Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
+      r"NCCL WARN .{0,80}?Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
       r"|socketStartConnect: exceeded retries",
       "culprit",
       "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
@@ -314,9 +315,11 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("link-down",),
       family="ib-port", specificity=0.85),
     S("kernel-link-down", "The kernel saw a network link go down",
-      r"\b(?:mlx[45]_core|ixgbe|i40e|ice|bnxt_en|e1000e|igb|tg3|ena|gve|virtio_net)\b.*\b(?:NIC )?[Ll]ink (?:is )?[Dd]own"
-      r"|\b(?:ib|eth|en[ops]|bond|hsn)\w*: (?:[Ll]ink (?:is )?[Dd]own|carrier lost)|Port module event: .*[Cc]able unplugged"
-      r"|\bstate:? (?:\d: )?DOWN\b.*\bphys(?:ical)?[ _]state:? (?:\d: )?(?:POLLING|DISABLED|Polling|Disabled)"
+      # bounded gaps: a line of thousands of "state DOWN" must not take quadratic time
+      r"\b(?:mlx[45]_core|ixgbe|i40e|ice|bnxt_en|e1000e|igb|tg3|ena|gve|virtio_net)\b.{0,80}?\b(?:NIC )?[Ll]ink (?:is )?[Dd]own"
+      r"|\b(?:ib|eth|en[ops]|bond|hsn)\w*: (?:[Ll]ink (?:is )?[Dd]own|carrier lost)"
+      r"|Port module event: .{0,80}?[Cc]able unplugged"
+      r"|\bstate:? (?:\d: )?DOWN\b.{0,40}?\bphys(?:ical)?[ _]state:? (?:\d: )?(?:POLLING|DISABLED|Polling|Disabled)"
       r"|Physical state: (?:Polling|Disabled)",
       "culprit", "The NIC's driver (dmesg, journalctl -k) or the port's status (ibstat, ibv_devinfo) says the link "
       "is down: a cable, a switch port or the adapter; the job's transfers over that link then fail.",
@@ -338,8 +341,8 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.3),
     S("collective-timeout", "Collective timed out waiting for a peer",
       r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|(?:Watchdog c|\] C)aught collective operation timeout"
-      r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]*\]"
-      r"|Application timeout caused pair closure|WorkNCCL\(.*\) timed out in blocking wait"
+      r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]{0,100}\]"
+      r"|Application timeout caused pair closure|WorkNCCL\(.{0,400}?\) timed out in blocking wait"
       r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from",
       "victim", "This rank waited in a collective for a peer that never joined it.",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",

@@ -146,11 +146,11 @@ JOB: tuple[Signature, ...] = (
       "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
       literals=("monitoredBarrier",), suggests=("collective-mismatch", "straggler-rank"), family="collective-stall"),
     S("size-mismatch", "Tensor sizes differ across ranks",
-      r"(?i)(?:size|length) mismatch|sizes? (?:do|does) not match|Expected .* to have the same size", "culprit",
+      r"(?i)(?:size|length) mismatch|sizes? (?:do|does) not match|Expected .{0,200}? to have the same size", "culprit",
       "Ranks passed tensors of different shapes to one collective.", literals=("ismatch", "not match", "same size"),
       suggests=("collective-mismatch",), family="collective-stall", specificity=0.5),
     S("nccl-invalid-usage", "NCCL invalid usage",
-      r"ncclInvalidUsage|NCCL error in: .*, invalid usage|NCCL Error 5: invalid usage|NCCL error: invalid usage",
+      r"ncclInvalidUsage|NCCL error in: .{0,300}?, invalid usage|NCCL Error 5: invalid usage|NCCL error: invalid usage",
       "culprit",
       "NCCL rejected how it was called; the 'Last error' line says why. Raised while the communicator is "
       "created, it is most often two ranks on one GPU (no set_device, or more ranks than GPUs).",
@@ -187,7 +187,7 @@ JOB: tuple[Signature, ...] = (
       family="shm", specificity=0.85),
     S("torch-shm-failed", "torch could not place a tensor in shared memory (/dev/shm)",
       r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file|allocate shared memory)"
-      r"|\bshm_open\b.*(?:No space|Cannot allocate)", "culprit",
+      r"|\bshm_open\b.{0,300}?(?:No space|Cannot allocate)", "culprit",
       "DataLoader workers and torch.multiprocessing hand tensors over in /dev/shm files (</torch_...>); "
       "a full /dev/shm fails the write. 'Too many open files' is the descriptor limit instead.",
       literals=("unable to write to file", "unable to open shared memory object", "unable to mmap",
@@ -202,7 +202,7 @@ JOB: tuple[Signature, ...] = (
       r"exitcode\s*:\s*-7\b|(?i:signal) 7 \(SIGBUS\) received by PID|terminated with signal SIGBUS"
       r"|died with <Signals\.SIGBUS|exits with return code = -7\b|^Bus error|\bBus error \(core dumped\)"
       r"|Fatal Python error: Bus error|[Rr]eceived signal SIGBUS|Caught signal 7 \(Bus error"
-      r"|srun: error: \S+: tasks? [\d,-]+: Bus error|noticed that process rank \d+ .* exited on signal 7\b",
+      r"|srun: error: \S+: tasks? [\d,-]+: Bus error|noticed that process rank \d+ with PID \S+ on node \S+ exited on signal 7\b",
       "culprit", "A mapped page could not be backed: most often a full /dev/shm under shared tensors; "
       "otherwise a crash of its own.",
       literals=("exitcode", "SIGBUS", "return code = -7", "Bus error", "exited on signal 7"),
@@ -220,7 +220,7 @@ JOB: tuple[Signature, ...] = (
     S("cuda-fault", "A CUDA kernel or the GPU itself failed (not a distributed-setup mistake)",
       r"illegal memory access|device-side assert triggered|uncorrectable ECC|unspecified launch failure|CUBLAS_STATUS_[A-Z_]+"
       r"|CUDNN_STATUS_[A-Z_]+|misaligned address|illegal instruction was encountered|GPU has fallen off the bus"
-      r"|\bXid\b.*\d+", "culprit",
+      r"|\bXid\b\D{0,40}\d", "culprit",
       "A kernel faulted, an assertion fired on the device, or the GPU reported a hardware error: a bug or a "
       "failing GPU, which the catalog of distributed-setup causes does not hold.",
       literals=("illegal memory access", "device-side assert triggered", "uncorrectable ECC", "unspecified launch failure",
