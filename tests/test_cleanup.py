@@ -150,3 +150,25 @@ def test_sigkill_of_faultlab_takes_its_tree_down(tmp_path, store):
     assert orphans, "the killed run's directory is where the next run will find it"
     run_live(load(TEST_SCENARIOS / "hang-short.yaml"), store)
     assert not orphans & run_dirs(), "the next run removed the killed run's directory"
+
+
+def test_a_nodes_sweep_ends_its_runs_leftovers_and_spares_its_own_shell_and_other_nodes():
+    """What a cluster node's script runs once its launcher ended (faultlab/slurm/script.py):
+    the practice cluster's nodes share one machine, and the sweeping shell carries the marker."""
+    def marked(node: str, command: list[str]) -> subprocess.Popen:
+        env = {**os.environ, "FAULTLAB_RUN": "sweep-test", "SLURM_NODEID": node}
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+
+    leftover = marked("0", ["sleep", "60"])
+    other_node = marked("1", ["sleep", "60"])
+    try:
+        shell = marked("0", ["bash", "-c", f'"{sys.executable}" -m faultlab.lab.supervise "$FAULTLAB_RUN" '
+                                           '"SLURM_NODEID=0"; echo "the shell went on"'])
+        out, _ = shell.communicate(timeout=30)
+        assert out.strip() == "the shell went on"
+        assert leftover.wait(timeout=5) == -signal.SIGKILL
+        assert other_node.poll() is None
+    finally:
+        for process in (leftover, other_node):
+            process.kill()
+            process.wait()

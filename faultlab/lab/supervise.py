@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import time
 
 from ..errors import Terminated
@@ -87,19 +88,22 @@ class RunProcesses:
         kill_marked_processes(self.run_id)
 
 
-def kill_marked_processes(run_id: str) -> int:
-    """SIGKILL every process whose environment carries this run's marker (workers that
-    the launcher started in sessions of their own). Returns how many were killed."""
-    marker = f"{RUN_MARKER}={run_id}".encode() + b"\0"
+def kill_marked_processes(run_id: str, also: tuple[str, ...] = ()) -> int:
+    """SIGKILL every process whose environment carries this run's marker and each `also`
+    entry ("KEY=value": on a cluster node, that node's SLURM_NODEID, since the practice
+    cluster's nodes share one machine), except this process and its ancestors (a node's
+    sweeping shell carries the marker too). Returns how many were killed."""
+    wanted = {f"{RUN_MARKER}={run_id}".encode(), *(entry.encode() for entry in also)}
+    spared = _ancestors()
     killed = 0
     for _ in range(20):  # a dying launcher may still start one: sweep until none is left
         found = 0
         for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            if not entry.name.isdigit() or int(entry.name) in spared:
                 continue
             try:
                 with open(f"/proc/{entry.name}/environ", "rb") as environ:
-                    if marker not in environ.read():
+                    if not wanted <= set(environ.read().split(b"\0")):
                         continue
                 os.kill(int(entry.name), signal.SIGKILL)
                 found += 1
@@ -110,6 +114,19 @@ def kill_marked_processes(run_id: str) -> int:
             break
         time.sleep(0.05)
     return killed
+
+
+def _ancestors() -> set[int]:
+    """This process and every process above it, up to init."""
+    pids, pid = set(), os.getpid()
+    while pid > 0 and pid not in pids:
+        pids.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return pids
 
 
 def remove_orphaned_run_dirs() -> None:
@@ -131,3 +148,15 @@ def sigterm_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m faultlab.lab.supervise RUN_ID [KEY=VALUE...]`: the sweep, as a cluster node's
+    script runs it once its launcher ended (a worker the launcher started as it was being
+    killed outlives it)."""
+    run_id, *also = argv if argv is not None else sys.argv[1:]
+    kill_marked_processes(run_id, tuple(also))
+
+
+if __name__ == "__main__":
+    main()

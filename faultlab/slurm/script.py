@@ -20,6 +20,7 @@ from ..errors import EnvironmentProblem
 from ..faults import FAULT_KINDS_BY_ID
 from ..lab.plan import LaunchPlan, NodeLaunch
 from ..lab.rundir import RunDir
+from ..lab.supervise import RUN_MARKER
 from ..scenario import Scenario
 from .options import SlurmOptions
 
@@ -29,10 +30,10 @@ LAUNCHER_OWNED_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD
                       "TORCHELASTIC_RESTART_COUNT")
 # The job's MASTER_PORT: fixed per job (from its id), so jobs sharing a node do not collide.
 PORT_BASE, PORT_SPAN = 29500, 2000
-RUN_MARKER = "FAULTLAB_RUN"
 # Added to the deadline for sbatch --time: starting interpreters, and SLURM's own wrap-up.
 TIME_LIMIT_MARGIN_S = 60
 WORKER_MODULE = "faultlab.lab.worker"
+SUPERVISOR_MODULE = "faultlab.lab.supervise"
 # Paths inside the job, relative to its RUN_DIR variable (RunDir owns their names).
 IN_JOB = RunDir("$RUN_DIR")
 # What each node records as it starts: who it is and what it runs (the recording's environment).
@@ -153,13 +154,15 @@ def node_script(plan: LaunchPlan, extra_env: list[dict[str, str]]) -> list[str]:
         if plan.occupy_master_port and node.index == 0:
             lines.append("        # Something else already listens on MASTER_PORT on this node.")
             lines.append('        "$PYTHON" -c "import socket, time; s = socket.create_server((\'\', $MASTER_PORT)); '
-                         'time.sleep(86400)" & squatter=$!')
+                         'time.sleep(86400)" &')
             lines.append("        sleep 1")
         lines.append(f"        {_node_command(plan, node)}")
         lines.append("        code=$? ;;")
     lines += [
         "esac",
-        '[ -z "${squatter:-}" ] || kill "$squatter"',
+        "# End whatever of this node still carries the run's marker: the squatter, and a worker the",
+        "# launcher started as it was being killed (no longer below the step: SLURM may not find it).",
+        f'"$PYTHON" -m {SUPERVISOR_MODULE} "${RUN_MARKER}" "SLURM_NODEID=$node"',
         f'printf \'{{"code": %d, "t": %s}}\\n\' "$code" "$(date +%s.%N)" >"{IN_JOB.node_exit("$node")}"',
         'exit "$code"',
     ]
