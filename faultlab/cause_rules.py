@@ -22,7 +22,7 @@ import dataclasses
 import math
 from typing import Callable
 
-from .log_facts import Facts
+from .log_facts import Facts, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
@@ -156,6 +156,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
         SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.launcher_signals,
+    "a main thread waits outside every collective while others wait in one": lambda f, s: (
+        main_thread_waits_apart(f) and any(stack.in_collective for stack in f.stacks)),
+    "a main thread waits outside every collective": lambda f, s: main_thread_waits_apart(f),
     "other nodes got through to a store": lambda f, s: bool(
         {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
 }
@@ -285,6 +288,13 @@ RULES: tuple[Rule, ...] = (
          why="no rank reported an error before the launcher was stopped from outside: the job hung. Hangs without "
              "an error are most often ranks that cannot reach each other (a firewall dropping the data ports, the "
              "wrong interface) or a rank that is late or stuck; the Flight Recorder tells which"),
+    Rule("stack-idle-main-thread", "a main thread waits outside every collective while others wait in one",
+         ("frozen-rank", "straggler-rank"), 0.85,
+         why="py-spy's stacks: one main thread waits outside every collective (on its data, a lock, a queue) while "
+             "the others wait inside one: that rank holds them all, alive and stuck"),
+    Rule("stack-idle-main-thread", "a main thread waits outside every collective", ("frozen-rank", "straggler-rank"), 0.5,
+         why="py-spy's stack of a main thread that waits outside every collective (on its data, a lock, a queue): "
+             "in a hang, the rank the others wait for"),
     Rule("destroy-not-called", "another failure came first", specificity=0.15,
          why="the warning follows another failure: the process died without tearing down"),
 )

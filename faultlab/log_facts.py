@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import ipaddress
+import math
 import re
 import signal
 
@@ -59,6 +60,19 @@ LAGGING_RANKS = re.compile(r"\[([\d, ]+)\] (?:are the lagging ranks|joined but d
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
+STACK_THREAD = re.compile(r'\((idle|active|active\+gil|gil)\): "([^"]*)"')
+STACK_DEPTH = 256  # lines below a thread's header that can still be its frames
+STACK_SIGNATURES = {"ctx-stack-thread": "thread", "stack-idle-main-thread": "thread",
+                    "ctx-stack-collective-frame": "collective", "ctx-stack-waiting-frame": "waiting"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Stack:
+    """One thread of a py-spy dump (or several whose identical stacks the paste shows once)."""
+
+    main: bool  # a process's main thread: where its training loop is
+    in_collective: bool  # some frame is inside torch.distributed
+    waits: bool  # its innermost frame waits in Python: on a lock, a queue, a data loader
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +131,7 @@ class Facts:
     timed_out: dict = dataclasses.field(default_factory=dict)  # rank -> its node (None: unknown), for collective timeouts
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
     nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)
+    stacks: list = dataclasses.field(default_factory=list)  # Stack, one per thread of py-spy dumps
 
     @property
     def bridge_interfaces(self) -> list[str]:
@@ -282,7 +297,37 @@ def read_facts(evidence) -> Facts:
             facts.nccl_init_complete = True
         if item.signature in NETWORK_SIGNATURES:
             _read_network(facts, line)
+    facts.stacks = read_stacks(item for item in evidence if item.signature in STACK_SIGNATURES)
     return facts
+
+
+def read_stacks(evidence) -> list[Stack]:
+    """Threads of py-spy dumps from their header and frame lines: a thread's frames are the lines
+    below its header, innermost first, up to the next header. Headers on consecutive lines share
+    the frames below the last of them (a paste that shows identical stacks once)."""
+    lines = collections.defaultdict(dict)  # path -> line number -> (kind, line)
+    for item in evidence:
+        lines[item.path][item.line_number] = (STACK_SIGNATURES[item.signature], item.line)
+    stacks = []
+    for numbered in lines.values():
+        headers = sorted(number for number, (kind, _) in numbered.items() if kind == "thread")
+        for index, number in enumerate(headers):
+            frames_from = number + 1
+            while frames_from in numbered and numbered[frames_from][0] == "thread":
+                frames_from += 1
+            frames_to = min(next((later for later in headers[index + 1:] if later >= frames_from), math.inf),
+                            frames_from + STACK_DEPTH)
+            kinds = [kind for at, (kind, _) in numbered.items() if frames_from <= at < frames_to]
+            header = STACK_THREAD.search(numbered[number][1])
+            stacks.append(Stack(main=bool(header) and header[2] == "MainThread", in_collective="collective" in kinds,
+                                waits=numbered.get(frames_from, ("",))[0] == "waiting"))
+    return stacks
+
+
+def main_thread_waits_apart(facts: Facts) -> bool:
+    """A main thread waits outside every collective, on a lock, a queue or its data: in a hang, the
+    rank that holds the others (they wait in the collective it never reached)."""
+    return any(stack.main and stack.waits and not stack.in_collective for stack in facts.stacks)
 
 
 def untouched_pid(facts: Facts) -> tuple[int, int] | None:

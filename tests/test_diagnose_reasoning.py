@@ -374,3 +374,32 @@ def test_a_job_stopped_after_an_error_of_its_own_is_read_by_that_error(tmp_path)
     found = diagnose.diagnose([tmp_path])
     assert "firewall" not in found.answers()
     assert not any("stopped from outside" in reason for reason in found.reasons)
+
+
+def _py_spy_dump(pid: int, main_frames: list[str]) -> str:
+    """What `py-spy dump --pid PID` prints of a training process: its main thread and a pin-memory thread."""
+    return "\n".join([
+        f"Process {pid}: /usr/bin/python3 -u train.py", "Python v3.10.12 (/usr/bin/python3.10)", "",
+        f'Thread {pid} (idle): "MainThread"', *(f"    {frame}" for frame in main_frames), "",
+        f'Thread {pid + 40} (idle): "Thread-2 (_pin_memory_loop)"',
+        "    wait (threading.py:324)", "    get (queue.py:180)",
+        "    do_one_step (torch/utils/data/_utils/pin_memory.py:31)",
+        "    _pin_memory_loop (torch/utils/data/_utils/pin_memory.py:54)", "    run (threading.py:953)", "", ""])
+
+
+IN_ALL_REDUCE = ["all_reduce (torch/distributed/distributed_c10d.py:2501)", "wrapper (torch/distributed/c10d_logger.py:83)",
+                 "train_step (train.py:88)", "<module> (train.py:120)"]
+WAITING_FOR_DATA = ["wait (threading.py:324)", "get (queue.py:180)", "_try_get_data (torch/utils/data/dataloader.py:1133)",
+                    "_get_data (torch/utils/data/dataloader.py:1294)", "_next_data (torch/utils/data/dataloader.py:1332)",
+                    "__next__ (torch/utils/data/dataloader.py:631)", "train (train.py:80)", "<module> (train.py:120)"]
+
+
+def test_py_spy_stacks_name_the_main_thread_that_waits_outside_the_collective(tmp_path):
+    """Three ranks' main threads wait in all_reduce, one waits for its data: that rank holds them.
+    Every process's pin-memory thread also waits on a queue, which says nothing."""
+    one_apart = _diagnose(tmp_path, "".join(_py_spy_dump(1000 + rank, WAITING_FOR_DATA if rank == 2 else IN_ALL_REDUCE)
+                                            for rank in range(4)))
+    assert one_apart.causes[0].cause == "frozen-rank" and one_apart.unknown < 0.2
+    assert any('Thread 1002 (idle): "MainThread"' in item.line for item in one_apart.evidence)
+    all_inside = _diagnose(tmp_path, "".join(_py_spy_dump(1000 + rank, IN_ALL_REDUCE) for rank in range(4)))
+    assert all_inside.unknown > 0.7  # every main thread is in the collective: the stacks do not say who holds it
