@@ -117,6 +117,11 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "no device is visible at all": lambda f, s: f.visible_devices == 0,
     "the store client was refused at a loopback address": _store_refused_at_loopback,
     "torch's first try of localhost over IPv6 failed": lambda f, s: _ipv6_localhost_retry(f),
+    # The host behind a loopback address is up and nothing lies between: a connect that timed out there
+    # was torch retrying refusals until its deadline. On several nodes, MASTER_ADDR pointed at the dialer.
+    "the store client timed out at a loopback address, several nodes": lambda f, s: (
+        (f.nodes or 1) > 1 and any(a.loopback for a in f.addresses)),
+    "the store client timed out at a loopback address": lambda f, s: any(a.loopback for a in f.addresses),
     # On a job known to be one node a loopback is the right address: refused then means nothing listens.
     "the refused address is a loopback": lambda f, s: (f.nodes or 2) > 1 and any(a.loopback and a.refused
                                                                                  for a in f.addresses),
@@ -201,6 +206,14 @@ RULES: tuple[Rule, ...] = (
     Rule("client-connect-failed", "the store client was refused at a loopback address",
          ("wrong-master-addr", "wrong-socket-interface"), 0.85,
          why="the store's address is a loopback: MASTER_ADDR (or the host name it resolves to) points at the dialing host"),
+    Rule("client-connect-timeout", "the store client timed out at a loopback address, several nodes",
+         ("wrong-master-addr", "wrong-socket-interface"), 0.85,
+         why="the store's address is a loopback on a job of several nodes: MASTER_ADDR (or the host name it "
+             "resolves to) points at the dialing host"),
+    Rule("client-connect-timeout", "the store client timed out at a loopback address",
+         ("wrong-master-port", "late-store-host", "store-host-lost"),
+         why="the store's address is a loopback, where the host is up and no firewall lies between: the connect "
+             "timed out retrying refusals, so nothing listened on that port (the wrong port, or no store yet)"),
     Rule("client-connect-failed", "torch's first try of localhost over IPv6 failed", specificity=0.1,
          why="localhost over IPv6 failed (errno 97/99) and torch tries IPv4 next: a warning, not the failure"),
     Rule("connection-refused", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",),

@@ -93,7 +93,7 @@ NETWORK: tuple[Signature, ...] = (
       r"client socket has timed out after \d+m?s(?: while trying to connect to|\s*$)|connect\(\) timed out\.",
       "culprit", "This process dialed host:port and nobody answered there: compare that port with node 0's.",
       literals=("client socket has timed out", "connect() timed out"),
-      suggests=("wrong-master-port", "firewall", "wrong-master-addr"), family="connect-failed"),
+      suggests=("firewall", "wrong-master-addr", "wrong-master-port"), family="connect-failed"),
     S("no-route-to-host", "No host answers at the address dialed",
       r"^(?!.*ssh: connect to host)(?:.*No route to host|.*failed to connect to any network address of"
       r"|.*Network is unreachable)", "culprit",

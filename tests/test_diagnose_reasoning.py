@@ -403,3 +403,15 @@ def test_py_spy_stacks_name_the_main_thread_that_waits_outside_the_collective(tm
     assert any('Thread 1002 (idle): "MainThread"' in item.line for item in one_apart.evidence)
     all_inside = _diagnose(tmp_path, "".join(_py_spy_dump(1000 + rank, IN_ALL_REDUCE) for rank in range(4)))
     assert all_inside.unknown > 0.7  # every main thread is in the collective: the stacks do not say who holds it
+
+
+def test_a_store_connect_that_timed_out_is_read_by_where_it_went(tmp_path):
+    """No answer from a remote store is a drop (a firewall, an address where no host is); at a loopback
+    the host is up and nothing lies between, so torch was retrying refusals: nothing listened on that port."""
+    def timed_out(host: str, before: str = "") -> str:
+        return before + ("[E1203 08:44:01.551215399 socket.cpp:1028] [c10d] The client socket has timed out after "
+                         f"5000ms while trying to connect to ({host}, 29500).\n")
+    assert _diagnose(tmp_path, timed_out("10.20.0.7")).answers()[:2] == ("firewall", "wrong-master-addr")
+    assert _diagnose(tmp_path, timed_out("127.0.0.1")).causes[0].cause == "wrong-master-port"
+    several_nodes = timed_out("127.0.0.1", "torchrun --nnodes=2 --nproc_per_node=8 --node_rank=1 train.py\n")
+    assert _diagnose(tmp_path, several_nodes).causes[0].cause == "wrong-master-addr"

@@ -347,7 +347,7 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('rank-crash', None,
      '[../third_party/gloo/gloo/transport/tcp/pair.cc:534] writev [10.0.0.2]:45678: Broken pipe\n'),
     # torch <= 1.x's connect timeout, without the "Original timeout" later versions add
-    ('wrong-master-port', 'firewall', 'RuntimeError: connect() timed out.\n'),
+    ('firewall', 'wrong-master-addr', 'RuntimeError: connect() timed out.\n'),
     # torch <= 1.7's store wait
     ('straggler-rank', None, 'RuntimeError: Wait timeout\n'),
     # torch 2.4+'s store get of the NCCL id
@@ -393,7 +393,7 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('wrong-socket-interface', 'wrong-master-addr',
      '(Worker pid=2079, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after '
      '1800s while trying to connect to (172.17.0.2, 44737).\n'),
-    ('wrong-master-port', None,
+    ('firewall', None,
      '[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to '
      '(172.17.8.21, 44737).\n'),
     # Windows sockets number a refusal 10061 and word a failed lookup their own way.
