@@ -22,7 +22,7 @@ import dataclasses
 import math
 from typing import Callable
 
-from .log_facts import Facts, main_thread_waits_apart
+from .log_facts import Facts, main_thread_waits_apart, stacks_in_different_collectives
 from .symptoms import SIGNATURES_BY_ID
 
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
@@ -164,6 +164,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "a main thread waits outside every collective while others wait in one": lambda f, s: (
         main_thread_waits_apart(f) and any(stack.in_collective for stack in f.stacks)),
     "a main thread waits outside every collective": lambda f, s: main_thread_waits_apart(f),
+    "stacks wait in different collectives": lambda f, s: stacks_in_different_collectives(f),
     "other nodes got through to a store": lambda f, s: bool(
         {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
 }
@@ -301,6 +302,9 @@ RULES: tuple[Rule, ...] = (
          why="no rank reported an error before the launcher was stopped from outside: the job hung. Hangs without "
              "an error are most often ranks that cannot reach each other (a firewall dropping the data ports, the "
              "wrong interface) or a rank that is late or stuck; the Flight Recorder tells which"),
+    Rule("stack-in-collective", "stacks wait in different collectives", ("collective-mismatch", "straggler-rank"), 0.85,
+         why="py-spy's stacks wait in different collectives (one rank in one call, the others in another): the ranks "
+             "took different paths, and each waits for a call the others never make"),
     Rule("stack-idle-main-thread", "a main thread waits outside every collective while others wait in one",
          ("frozen-rank", "straggler-rank"), 0.85,
          why="py-spy's stacks: one main thread waits outside every collective (on its data, a lock, a queue) while "

@@ -62,8 +62,17 @@ SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names 
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
 STACK_THREAD = re.compile(r'\((idle|active|active\+gil|gil)\): "([^"]*)"')
 STACK_DEPTH = 256  # lines below a thread's header that can still be its frames
+FRAGMENT_GAP = 3  # collective frames this close, with no header, are one stack (broadcast_object_list's broadcast)
 STACK_SIGNATURES = {"ctx-stack-thread": "thread", "stack-idle-main-thread": "thread",
-                    "ctx-stack-collective-frame": "collective", "ctx-stack-waiting-frame": "waiting"}
+                    "stack-in-collective": "collective", "ctx-stack-waiting-frame": "waiting"}
+FRAME_FUNCTION = re.compile(r"\s*(\w+) \(")
+COLLECTIVE_CALLS = frozenset({"all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "reduce",
+                              "gather", "scatter", "barrier", "send", "recv"})
+COLLECTIVE_VARIANTS = {"broadcast_object_list": "broadcast", "all_gather_object": "all_gather", "gather_object": "gather",
+                       "scatter_object_list": "scatter", "all_gather_into_tensor": "all_gather",
+                       "_all_gather_base": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+                       "_reduce_scatter_base": "reduce_scatter", "all_to_all_single": "all_to_all", "isend": "send",
+                       "irecv": "recv"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +82,7 @@ class Stack:
     main: bool  # a process's main thread: where its training loop is
     in_collective: bool  # some frame is inside torch.distributed
     waits: bool  # its innermost frame waits in Python: on a lock, a queue, a data loader
+    collective: str = ""  # the collective its innermost frame inside torch.distributed is in
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,12 +314,15 @@ def read_facts(evidence) -> Facts:
 def read_stacks(evidence) -> list[Stack]:
     """Threads of py-spy dumps from their header and frame lines: a thread's frames are the lines
     below its header, innermost first, up to the next header. Headers on consecutive lines share
-    the frames below the last of them (a paste that shows identical stacks once)."""
+    the frames below the last of them (a paste that shows identical stacks once). Frames in a
+    collective that no header owns (a paste of stack fragments) make a stack each, frames a few
+    lines apart counting as one."""
     lines = collections.defaultdict(dict)  # path -> line number -> (kind, line)
     for item in evidence:
         lines[item.path][item.line_number] = (STACK_SIGNATURES[item.signature], item.line)
     stacks = []
     for numbered in lines.values():
+        owned = set()
         headers = sorted(number for number, (kind, _) in numbered.items() if kind == "thread")
         for index, number in enumerate(headers):
             frames_from = number + 1
@@ -317,11 +330,41 @@ def read_stacks(evidence) -> list[Stack]:
                 frames_from += 1
             frames_to = min(next((later for later in headers[index + 1:] if later >= frames_from), math.inf),
                             frames_from + STACK_DEPTH)
-            kinds = [kind for at, (kind, _) in numbered.items() if frames_from <= at < frames_to]
+            frames = sorted((at, kind, line) for at, (kind, line) in numbered.items() if frames_from <= at < frames_to)
+            owned.update(at for at, _, _ in frames)
             header = STACK_THREAD.search(numbered[number][1])
-            stacks.append(Stack(main=bool(header) and header[2] == "MainThread", in_collective="collective" in kinds,
-                                waits=numbered.get(frames_from, ("",))[0] == "waiting"))
+            stacks.append(Stack(main=bool(header) and header[2] == "MainThread",
+                                in_collective=any(kind == "collective" for _, kind, _ in frames),
+                                waits=numbered.get(frames_from, ("",))[0] == "waiting",
+                                collective=_innermost_collective(frames)))
+        fragment, last = [], -math.inf
+        for at, kind, line in sorted((at, kind, line) for at, (kind, line) in numbered.items()
+                                     if kind == "collective" and at not in owned):
+            if at - last > FRAGMENT_GAP and fragment:
+                stacks.append(Stack(main=False, in_collective=True, waits=False, collective=_innermost_collective(fragment)))
+                fragment = []
+            fragment.append((at, kind, line))
+            last = at
+        if fragment:
+            stacks.append(Stack(main=False, in_collective=True, waits=False, collective=_innermost_collective(fragment)))
     return stacks
+
+
+def _innermost_collective(frames) -> str:
+    """The collective the innermost of these frames is in, its object and tensor variants named as
+    the call they make ('' when none is)."""
+    for _, kind, line in frames:
+        name = FRAME_FUNCTION.match(line)
+        if kind == "collective" and name:
+            call = COLLECTIVE_VARIANTS.get(name[1], name[1])
+            if call in COLLECTIVE_CALLS:
+                return call
+    return ""
+
+
+def stacks_in_different_collectives(facts: Facts) -> bool:
+    """Stacks wait in different collectives (all_reduce here, broadcast there): ranks that took different paths."""
+    return len({stack.collective for stack in facts.stacks if stack.collective}) > 1
 
 
 def main_thread_waits_apart(facts: Facts) -> bool:

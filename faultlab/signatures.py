@@ -65,11 +65,14 @@ NETWORK: tuple[Signature, ...] = (
       literals=("TCPStore(",), suggests=("port-in-use", "wrong-master-port", "wrong-master-addr"),
       family="store-create", effect="side", specificity=0.4),
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
-      r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b",
+      r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b"
+      # HCCL (Ascend NPUs): EJ0003, and its listen failure that asks whether another process holds the port
+      r"|The IP address and port have been bound already|whether the port is being used by other process",
       "culprit",
       "Something else already listens on MASTER_PORT on the master node.",
       literals=("address already in use", "Address already in use", "EADDRINUSE", "errno: 98",
-                "Only one usage of each socket address", "errno: 10048"),
+                "Only one usage of each socket address", "errno: 10048", "port have been bound already",
+                "port is being used by other process"),
       suggests=("port-in-use", "duplicate-node-rank"), family="port-taken", specificity=0.9),
     S("server-bind-failed", "Store server failed to bind its port",
       # libuv's EADDRINUSE (-98) is address-in-use's; its other codes (EACCES -13 ...) only here
@@ -161,7 +164,7 @@ NETWORK: tuple[Signature, ...] = (
       family="waiting", specificity=0.6),
     S("store-wait-timeout", "Store wait timed out for keys other ranks never wrote",
       r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: (?:Socket Timeout|Timeout waiting for key)"
-      r"|waitForInput: socket .{0,300}? timed out after \d+ms|(?:DistStoreError|RuntimeError): (?:Socket|Wait) [Tt]imeout\s*$",
+      r"|waitForInput: socket .{0,300}? timed out after \d+ms|(?:DistStoreError|RuntimeError): (?:The inner error: )?(?:Socket|Wait) [Tt]imeout\s*$",
       "victim",
       "This rank waited for other ranks to register; the keys name the ranks that never came.",
       literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket", "Wait timeout",
@@ -175,10 +178,13 @@ NETWORK: tuple[Signature, ...] = (
       literals=("Waiting in store based barrier",), suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
       family="waiting", effect="side", specificity=0.4),
     S("store-barrier-timeout", "The store-based barrier of init_process_group timed out",
-      r"(?i)timed out initializing process group in store based barrier", "victim",
-      "Fewer ranks than the world size reached init_process_group's barrier (worker_count < world_size): "
-      "the rest are late, dead, or were never started.",
-      literals=("store based barrier",), suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
+      r"(?i)timed out initializing process group in store based barrier"
+      # SGLang's barrier after loading the model, as rank 0 words it
+      r"|could finish the model loading, but there are other ranks that didn't", "victim",
+      "Fewer ranks than the world size reached the barrier (init_process_group's, or a server's after loading "
+      "the model): the rest are late, dead, or were never started.",
+      literals=("store based barrier", "there are other ranks that didn't"),
+      suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
       family="waiting", specificity=0.6),
     S("rank-assignment-timeout", "A launcher waited at the store for its workers' ranks, which never came",
       r"wait timeout after \d+ms, keys: \S*torchelastic/assigned_ranks/\d+", "victim",
@@ -390,14 +396,15 @@ NETWORK: tuple[Signature, ...] = (
       "resolves to no local address.",
       literals=("Unable to find address for", "Unable to find interface for", "to a (local) address"),
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
-    S("nccl-no-interface", "NCCL finds no socket interface",
+    S("nccl-no-interface", "NCCL (or HCCL) finds no socket interface",
       r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"
       r"|is neither AF_INET\(2\) nor AF_INET6|Socket creation failed : Address family not supported"
-      r"|NET/Socket ?: ?[Nn]o interface found|[Nn]o interface found in the same subnet", "culprit",
-      "NCCL has no usable socket interface: NCCL_SOCKET_IFNAME names one this host lacks, or the "
-      "container has nothing but loopback.",
+      r"|NET/Socket ?: ?[Nn]o interface found|[Nn]o interface found in the same subnet"
+      r"|by HCCL_SOCKET_IFNAME, but not found in the environment", "culprit",
+      "NCCL (or HCCL on Ascend NPUs) has no usable socket interface: NCCL_SOCKET_IFNAME (HCCL_SOCKET_IFNAME) "
+      "names one this host lacks, or the container has nothing but loopback.",
       literals=("o socket interface", "o usable listening interface", "is neither AF_INET",
-                "Address family not supported", "o interface found"),
+                "Address family not supported", "o interface found", "by HCCL_SOCKET_IFNAME, but not found"),
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
     S("nccl-bind-unavailable", "NCCL cannot bind the address of the interface it chose",
       r"Call to bind failed ?: ?Cannot assign requested address", "culprit",

@@ -42,9 +42,14 @@ JOB: tuple[Signature, ...] = (
       literals=("destroy_process_group() was not called", "has NOT been destroyed", "call destroy_process_group"),
       suggests=("missing-destroy-process-group",), family="teardown", effect="side", specificity=0.9),
     S("default-pg-twice", "Default process group initialized twice",
-      r"trying to initialize the default process group twice", "culprit",
-      "init_process_group ran again in a process whose group was never destroyed.",
-      literals=("default process group twice",), suggests=("missing-destroy-process-group",), family="teardown",
+      r"trying to initialize the default process group twice"
+      # Megatron's parallel state, and vLLM's copy of it: its groups set up again without being torn down
+      r"|(?:data|model|tensor model|pipeline model|tensor|pipeline|expert) parallel group is already initialized",
+      "culprit",
+      "init_process_group (or a parallel-state library's group set-up) ran again in a process whose groups were "
+      "never destroyed.",
+      literals=("default process group twice", "parallel group is already initialized"),
+      suggests=("missing-destroy-process-group",), family="teardown",
       specificity=0.9),
     # -- the job's own setup -------------------------------------------------------------------
     S("nccl-not-available", "The nccl backend is not available here",
@@ -118,12 +123,15 @@ JOB: tuple[Signature, ...] = (
       r"|NET/IB ?: ?collective mismatch error|input shapes into the collective are mismatched across ranks"
       r"|Error when verifying shape tensors for collective|Cannot apply desired operation due to shape mismatches"
       r"|Mismatched \w+ tensor shapes|Collectives differ in the following aspects"
-      r"|Received data size doesn't match expected size\. Is there a distributed collective mismatch",
+      r"|Received data size doesn't match expected size\. Is there a distributed collective mismatch"
+      # HCCL (Ascend NPUs) compares the two ends' operation before it connects them
+      r"|\[ParameterConflict\]CMD information \w+ check fail",
       "culprit", "Ranks called different collectives or shapes; the message names both sides (torch's DETAIL "
-      "checks, NCCL's, accelerate's and Horovod's).",
+      "checks, NCCL's, HCCL's, accelerate's and Horovod's).",
       literals=("ismatch between collective", "Mismatched collective detected", "collective mismatch error",
                 "mismatched across ranks", "verifying shape tensors for collective", "due to shape mismatches",
-                "tensor shapes", "Collectives differ in the following aspects", "data size doesn't match expected size"),
+                "tensor shapes", "Collectives differ in the following aspects", "data size doesn't match expected size",
+                "[ParameterConflict]CMD information"),
       suggests=("collective-mismatch",),
       family="collective-stall", specificity=0.95),
     S("nccl-net-message-truncated", "NCCL got more bytes from a peer than it had posted for",
@@ -187,11 +195,13 @@ JOB: tuple[Signature, ...] = (
       family="shm", specificity=0.85),
     S("torch-shm-failed", "torch could not place a tensor in shared memory (/dev/shm)",
       r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file|allocate shared memory)"
-      r"|\bshm_open\b.{0,300}?(?:No space|Cannot allocate)", "culprit",
+      r"|\bshm_open\b.{0,300}?(?:No space|Cannot allocate)|[Ss]hared memory (?:available |size )?is not enough",
+      "culprit",
       "DataLoader workers and torch.multiprocessing hand tensors over in /dev/shm files (</torch_...>); "
       "a full /dev/shm fails the write. 'Too many open files' is the descriptor limit instead.",
       literals=("unable to write to file", "unable to open shared memory object", "unable to mmap",
-                "unable to allocate shared memory"),
+                "unable to allocate shared memory", "hared memory available is not enough",
+                "hared memory size is not enough", "hared memory is not enough"),
       suggests=("shm-exhausted",), family="shm", specificity=0.8),
     S("no-space-left", "A device has no space left (ENOSPC)", r"No space left on device|\bENOSPC\b|\[Errno 28\]",
       "culprit", "A write found its file system full: /dev/shm (NCCL's segments, DataLoader batches) or a disk; "
@@ -354,6 +364,10 @@ JOB: tuple[Signature, ...] = (
       "for its data, a lock, a queue) while the others wait in one is the rank that holds them all.", (),
       literals=(' (idle): "MainThread"',), suggests=("frozen-rank", "straggler-rank"), family="stacks",
       specificity=0.2, keep=256),
+    S("stack-in-collective", "A py-spy frame inside a collective",
+      r"^\s*\w+ \((?:\S*/)?distributed_c10d\.py:\d+\)", "neutral",
+      "The thread above it is inside a torch.distributed call; stacks that wait in different collectives "
+      "took different paths.", (), literals=("distributed_c10d.py:",), family="stacks", keep=256),
     # -- context: lines that carry facts for diagnose's rules, no cause of their own ----------------
     S("ctx-worker-exit", "A worker's exit code as the launcher saw it",
       r"failed \(exitcode: -?\d+\) local_rank: \d+|exitcode\s*:\s*-?\d+ \(pid|rank\s*:\s*\d+ \(local_rank: \d+\)",
@@ -391,10 +405,6 @@ JOB: tuple[Signature, ...] = (
       r'^\s*Thread (?:0x)?[0-9A-Fa-f]+ \((?:idle|active|active\+gil|gil)\): "[^"]{0,100}"', "neutral",
       "Where one thread's stack begins: its frames follow, innermost first.", (),
       literals=(' (idle): "', ' (active): "', ' (active+gil): "', ' (gil): "'), effect="context", keep=256),
-    S("ctx-stack-collective-frame", "A py-spy frame inside a collective",
-      r"^\s*\w+ \((?:\S*/)?distributed_c10d\.py:\d+\)", "neutral",
-      "The thread above it is inside a torch.distributed call.", (), literals=("distributed_c10d.py:",),
-      effect="context", keep=256),
     S("ctx-stack-waiting-frame", "A py-spy frame waiting on a lock, a queue or a data loader",
       r"^\s*\w+ \((?:\S*/)?(?:threading|queue|selectors|multiprocessing/connection|multiprocessing/queues"
       r"|torch/utils/data/dataloader)\.py:\d+\)", "neutral",

@@ -405,6 +405,19 @@ def test_py_spy_stacks_name_the_main_thread_that_waits_outside_the_collective(tm
     assert all_inside.unknown > 0.7  # every main thread is in the collective: the stacks do not say who holds it
 
 
+def test_py_spy_stacks_in_different_collectives_read_as_a_mismatch(tmp_path):
+    """One rank waits in broadcast while the others wait in all_reduce: whole dumps, or fragments of them
+    pasted without their headers (broadcast_object_list's own broadcast is one call, not two)."""
+    in_broadcast = ["broadcast (torch/distributed/distributed_c10d.py:2974)", "wrapper (torch/distributed/c10d_logger.py:83)",
+                    "broadcast_object_list (torch/distributed/distributed_c10d.py:3320)", "sync_config (train.py:60)"]
+    dumps = "".join(_py_spy_dump(1000 + rank, in_broadcast if rank == 3 else IN_ALL_REDUCE) for rank in range(4))
+    assert _diagnose(tmp_path, dumps).causes[0].cause == "collective-mismatch"
+    fragments = "\n".join(IN_ALL_REDUCE + ["  " + frame for frame in in_broadcast]) + "\n"
+    assert _diagnose(tmp_path, fragments).causes[0].cause == "collective-mismatch"
+    one_call = "\n".join(in_broadcast) + "\n"
+    assert not _diagnose(tmp_path, one_call).causes
+
+
 def test_a_store_connect_that_timed_out_is_read_by_where_it_went(tmp_path):
     """No answer from a remote store is a drop (a firewall, an address where no host is); at a loopback
     the host is up and nothing lies between, so torch was retrying refusals: nothing listened on that port."""

@@ -454,6 +454,32 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[W ProcessGroupGloo.cpp:715] Warning: Unable to resolve hostname to a (local) address. Using the loopback '
      'address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME.\n'
      'RuntimeError: Cannot resolve node1 to a (local) address\n'),
+    # HCCL, the collective library of torch_npu (Ascend NPUs), words the same failures its own way.
+    ('wrong-socket-interface', None,
+     '[ERROR] HCCL(925892,alltoall_test):2025-10-28-16:34:59.634.432 [sal.cc:501] [925892][InitGroupStage][EnvConfig]'
+     'set ifname to [abc] by HCCL_SOCKET_IFNAME, but not found in the environment, ifnames in the environment is as '
+     'follows\n'),
+    ('port-in-use', None,
+     '[PID: 2267203] 2025-11-21-11:38:29.575.404 Bind_Failed(EJ0003): Failed to bind the IP port. Reason: The IP '
+     'address and port have been bound already.\n'),
+    ('port-in-use', None,
+     '[ERROR] HCCL(1009464,all_reduce_test):2000-03-15-00:41:48.470.172 [hccl_socket.cc:110] [1009464][InitGroupStage]'
+     '[RanktableDetect] socket type[0], listen on ip[192.168.2.199] and specific port[16666] fail. Please check the '
+     'port status and whether the port is being used by other process.\n'),
+    ('collective-mismatch', None,
+     '[ERROR] HCCL(3743927,all_reduce_test):2025-10-25-16:11:16.831.640 [rank_consistentcy_checker.cc:429] [3743951]'
+     '[InitChannelStage][ParameterConflict]CMD information tag check fail. local[AllGather_127.10.0.1%enp_60000_0_'
+     '1761379874757928], remote[AllReduce_127.10.0.1%enp_60000_0_1761379874757928]\n'),
+    ('straggler-rank', None, 'RuntimeError: The inner error: Socket Timeout\n'),
+    # Megatron's parallel state (and vLLM's copy) set up a second time in one process.
+    ('missing-destroy-process-group', None, 'AssertionError: data parallel group is already initialized\n'),
+    # SGLang's barrier after loading the model.
+    ('straggler-rank', None,
+     "RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that didn't\n"),
+    # A serving engine's own check of /dev/shm.
+    ('shm-exhausted', None,
+     '[2025-03-10 20:26:36.604+08:00] [324] [325] [mindie-server] [ERROR] [share_memory.cpp:172] : [MIE04E120407] '
+     '[model_backend] Shared memory available is not enough on the filesystem.\n'),
 ]
 
 
