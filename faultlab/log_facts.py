@@ -65,7 +65,7 @@ STACK_DEPTH = 256  # lines below a thread's header that can still be its frames
 FRAGMENT_GAP = 3  # collective frames this close, with no header, are one stack (broadcast_object_list's broadcast)
 STACK_SIGNATURES = {"ctx-stack-thread": "thread", "stack-idle-main-thread": "thread",
                     "stack-in-collective": "collective", "ctx-stack-waiting-frame": "waiting"}
-FRAME_FUNCTION = re.compile(r"\s*(\w+) \(")
+FRAME_FUNCTION = re.compile(r"(\w+) \([^()\s]*\.py:\d+\)")  # py-spy's "function (file.py:line)", past any prefix
 COLLECTIVE_CALLS = frozenset({"all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "reduce",
                               "gather", "scatter", "barrier", "send", "recv"})
 COLLECTIVE_VARIANTS = {"broadcast_object_list": "broadcast", "all_gather_object": "all_gather", "gather_object": "gather",
@@ -354,7 +354,7 @@ def _innermost_collective(frames) -> str:
     """The collective the innermost of these frames is in, its object and tensor variants named as
     the call they make ('' when none is)."""
     for _, kind, line in frames:
-        name = FRAME_FUNCTION.match(line)
+        name = FRAME_FUNCTION.search(line)
         if kind == "collective" and name:
             call = COLLECTIVE_VARIANTS.get(name[1], name[1])
             if call in COLLECTIVE_CALLS:
