@@ -79,7 +79,7 @@ COLLECTIVE_VARIANTS = {"broadcast_object_list": "broadcast", "all_gather_object"
 class Stack:
     """One thread of a py-spy dump (or several whose identical stacks the paste shows once)."""
 
-    main: bool  # a process's main thread: where its training loop is
+    main: bool  # a process's main thread, where its training loop is (False where no header says)
     in_collective: bool  # some frame is inside torch.distributed
     waits: bool  # its innermost frame waits in Python: on a lock, a queue, a data loader
     collective: str = ""  # the collective its innermost frame inside torch.distributed is in
@@ -337,16 +337,14 @@ def read_stacks(evidence) -> list[Stack]:
                                 in_collective=any(kind == "collective" for _, kind, _ in frames),
                                 waits=numbered.get(frames_from, ("",))[0] == "waiting",
                                 collective=_innermost_collective(frames)))
-        fragment, last = [], -math.inf
-        for at, kind, line in sorted((at, kind, line) for at, (kind, line) in numbered.items()
-                                     if kind == "collective" and at not in owned):
-            if at - last > FRAGMENT_GAP and fragment:
-                stacks.append(Stack(main=False, in_collective=True, waits=False, collective=_innermost_collective(fragment)))
-                fragment = []
-            fragment.append((at, kind, line))
-            last = at
-        if fragment:
-            stacks.append(Stack(main=False, in_collective=True, waits=False, collective=_innermost_collective(fragment)))
+        loose = sorted((at, kind, line) for at, (kind, line) in numbered.items() if kind == "collective" and at not in owned)
+        fragments = [[frame] for frame in loose[:1]]
+        for previous, frame in zip(loose, loose[1:]):
+            if frame[0] - previous[0] > FRAGMENT_GAP:
+                fragments.append([])
+            fragments[-1].append(frame)
+        stacks += [Stack(main=False, in_collective=True, waits=False, collective=_innermost_collective(fragment))
+                   for fragment in fragments]
     return stacks
 
 
