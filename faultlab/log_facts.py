@@ -38,7 +38,11 @@ ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
 LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal"
                              r"|Main process received (SIG[A-Z]+)")
 TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
-SET_DEVICE_ARG = re.compile(r"set_device\(\s*(?:[\w.]+\.)?(\w+)")
+SET_DEVICE_ARG = re.compile(r"set_device\(((?:[^()]|\([^()]{0,100}\)){0,200})\)?")
+# What a set_device argument is made of: the local rank, the global rank (a variable, get_rank(), $RANK)
+LOCAL_RANK_WORD = re.compile(r"local[_-]?rank", re.IGNORECASE)
+GLOBAL_RANK_WORD = re.compile(r"get_rank\(\)|\b(?:global_)?rank\b", re.IGNORECASE)
+LAST_NAME = re.compile(r"(\w+)\W*$")
 DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
 VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)|only has: \[([\d, ]*)\]")
 DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)")
@@ -170,8 +174,7 @@ def _first_int(match) -> int:
 
 
 def _read_devices(facts: Facts, rank, line: str) -> None:
-    for match in SET_DEVICE_ARG.finditer(line):
-        facts.set_device_args.add(match[1])
+    facts.set_device_args.update(filter(None, (_device_choice(match[1]) for match in SET_DEVICE_ARG.finditer(line))))
     count = DEVICE_COUNT.search(line)
     if count:
         facts.visible_devices = _first_int(count)
@@ -180,6 +183,20 @@ def _read_devices(facts: Facts, rank, line: str) -> None:
         facts.visible_devices = len([d for d in (visible[1] or visible[2]).split(",") if d.strip()])
     for match in DEVICE_INDEX.finditer(line):
         facts.device_requests.setdefault(rank, set()).add(_first_int(match))
+
+
+def _device_choice(argument: str) -> str:
+    """What a set_device argument chooses the device by: 'local_rank', 'rank' (the global rank, as a
+    variable, get_rank() or $RANK), 'modulo' (a rank modulo the device count, a local index), else the
+    last name in it."""
+    if "%" in argument:
+        return "modulo"
+    if LOCAL_RANK_WORD.search(argument):
+        return "local_rank"
+    if GLOBAL_RANK_WORD.search(argument):
+        return "rank"
+    name = LAST_NAME.search(argument)
+    return name[1] if name else ""
 
 
 def _read_topology(facts: Facts, line: str) -> None:

@@ -29,6 +29,15 @@ def test_set_device_of_the_global_rank_reads_as_rank_as_device_id(tmp_path):
     found = _diagnose(tmp_path, "[rank1]:     torch.cuda.set_device(local_rank)\n"
                                 "[rank1]: torch.AcceleratorError: CUDA error: invalid device ordinal\n")
     assert found.causes[0].cause == "too-few-gpus"
+    # The global rank by any spelling; a rank modulo the device count is a local index.
+    for global_rank in ("dist.get_rank()", 'int(os.environ["RANK"])', "args.rank"):
+        found = _diagnose(tmp_path, f"[rank18]:     torch.cuda.set_device({global_rank})\n"
+                                    "[rank18]: RuntimeError: CUDA error: invalid device ordinal\n")
+        assert found.causes[0].cause == "rank-as-device-id", global_rank
+    for local_index in ('int(os.environ["LOCAL_RANK"])', "rank % torch.cuda.device_count()"):
+        found = _diagnose(tmp_path, f"[rank1]:     torch.cuda.set_device({local_index})\n"
+                                    "[rank1]: RuntimeError: CUDA error: invalid device ordinal\n")
+        assert found.causes[0].cause == "too-few-gpus", local_index
 
 
 def test_a_refused_loopback_address_is_an_interface_problem_not_a_port(tmp_path):

@@ -476,6 +476,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
     # SGLang's barrier after loading the model.
     ('straggler-rank', None,
      "RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that didn't\n"),
+    # A summary line that capitalizes CUDA's wording.
+    ('too-few-gpus', 'rank-as-device-id', 'CUDA Invalid device ordinal in trainer.py:195\n'),
     # A serving engine's own check of /dev/shm.
     ('shm-exhausted', None,
      '[2025-03-10 20:26:36.604+08:00] [324] [325] [mindie-server] [ERROR] [share_memory.cpp:172] : [MIE04E120407] '
