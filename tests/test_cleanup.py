@@ -153,22 +153,25 @@ def test_sigkill_of_faultlab_takes_its_tree_down(tmp_path, store):
 
 
 def test_a_nodes_sweep_ends_its_runs_leftovers_and_spares_its_own_shell_and_other_nodes():
-    """What a cluster node's script runs once its launcher ended (faultlab/slurm/script.py):
-    the practice cluster's nodes share one machine, and the sweeping shell carries the marker."""
-    def marked(node: str, command: list[str]) -> subprocess.Popen:
-        env = {**os.environ, "FAULTLAB_RUN": "sweep-test", "SLURM_NODEID": node}
-        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    """What a cluster node's script runs once its launcher ended (faultlab/slurm/script.py): the
+    practice cluster's nodes share one machine, node 0's also runs the batch script's srun (the
+    run's marker, SLURM_NODEID=0, no node marker), and the sweeping shell carries the markers too."""
+    def started(env: dict[str, str], command: list[str]) -> subprocess.Popen:
+        return subprocess.Popen(command, env={**os.environ, "FAULTLAB_RUN": "sweep-test", **env},
+                                stdout=subprocess.PIPE, text=True, start_new_session=True)
 
-    leftover = marked("0", ["sleep", "60"])
-    other_node = marked("1", ["sleep", "60"])
+    leftover = started({"FAULTLAB_NODE": "sweep-test/0"}, ["sleep", "60"])
+    other_node = started({"FAULTLAB_NODE": "sweep-test/1"}, ["sleep", "60"])
+    batch_srun = started({"SLURM_NODEID": "0"}, ["sleep", "60"])
     try:
-        shell = marked("0", ["bash", "-c", f'"{sys.executable}" -m faultlab.lab.supervise "$FAULTLAB_RUN" '
-                                           '"SLURM_NODEID=0"; echo "the shell went on"'])
+        shell = started({"FAULTLAB_NODE": "sweep-test/0"},
+                        ["bash", "-c", f'"{sys.executable}" -m faultlab.lab.supervise "$FAULTLAB_RUN" '
+                                       '"FAULTLAB_NODE=$FAULTLAB_NODE"; echo "the shell went on"'])
         out, _ = shell.communicate(timeout=30)
         assert out.strip() == "the shell went on"
         assert leftover.wait(timeout=5) == -signal.SIGKILL
-        assert other_node.poll() is None
+        assert other_node.poll() is None and batch_srun.poll() is None
     finally:
-        for process in (leftover, other_node):
+        for process in (leftover, other_node, batch_srun):
             process.kill()
             process.wait()

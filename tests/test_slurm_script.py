@@ -52,6 +52,18 @@ def test_script_is_valid_bash_and_carries_the_program_verbatim():
     assert subprocess.run(["bash", "-n"], input=node_script, text=True).returncode == 0
 
 
+def test_each_nodes_sweep_ends_only_what_its_own_script_started():
+    """The sweep matches a marker the node's script exports before it starts anything; the batch
+    script's srun, on node 0's machine with SLURM_NODEID=0, carries the run's marker only."""
+    text = render("rank-crash")
+    head, node_script = text.split("<<'FAULTLAB_NODE'\n", 1)
+    node_lines = node_script.split("\nFAULTLAB_NODE\n", 1)[0].splitlines()
+    marked = node_lines.index('export FAULTLAB_NODE="$FAULTLAB_RUN/$node"')
+    assert marked < min(index for index, line in enumerate(node_lines) if '"$PYTHON"' in line)
+    assert '"$PYTHON" -m faultlab.lab.supervise "$FAULTLAB_RUN" "FAULTLAB_NODE=$FAULTLAB_NODE"' in node_lines
+    assert "FAULTLAB_NODE" not in head
+
+
 def test_each_node_gets_its_own_slice_of_the_faults():
     text = render("wrong-master-port-node")
     assert '--master_port="$MASTER_PORT"' in node_branch(text, 0)

@@ -90,9 +90,9 @@ class RunProcesses:
 
 def kill_marked_processes(run_id: str, also: tuple[str, ...] = ()) -> int:
     """SIGKILL every process whose environment carries this run's marker and each `also`
-    entry ("KEY=value": on a cluster node, that node's SLURM_NODEID, since the practice
-    cluster's nodes share one machine), except this process and its ancestors (a node's
-    sweeping shell carries the marker too). Returns how many were killed."""
+    entry ("KEY=value": on a cluster node, the marker of what that node's script started,
+    since the practice cluster's nodes share one machine and node 0's also runs the batch
+    script's srun), except this process and its ancestors. Returns how many were killed."""
     wanted = {f"{RUN_MARKER}={run_id}".encode(), *(entry.encode() for entry in also)}
     spared = _ancestors()
     killed = 0

@@ -34,6 +34,7 @@ PORT_BASE, PORT_SPAN = 29500, 2000
 TIME_LIMIT_MARGIN_S = 60
 WORKER_MODULE = "faultlab.lab.worker"
 SUPERVISOR_MODULE = "faultlab.lab.supervise"
+NODE_MARKER = "FAULTLAB_NODE"  # marks every process one node's script starts: what its sweep may end
 # Paths inside the job, relative to its RUN_DIR variable (RunDir owns their names).
 IN_JOB = RunDir("$RUN_DIR")
 # What each node records as it starts: who it is and what it runs (the recording's environment).
@@ -141,6 +142,8 @@ def node_script(plan: LaunchPlan, extra_env: list[dict[str, str]]) -> list[str]:
         "#!/bin/bash",
         "# One node's part: its slice of the scenario, then torch's own launcher.",
         "node=$SLURM_NODEID",
+        "# Marks what this script starts (the batch script's own srun, on node 0's machine, carries only the run's).",
+        f'export {NODE_MARKER}="${RUN_MARKER}/$node"',
         "# On scancel SLURM signals every process of the step; this shell outlives the launcher (a trapped",
         "# signal waits for the running command), so the launcher stays in the job's process tree to the end.",
         "trap : TERM INT",
@@ -162,7 +165,7 @@ def node_script(plan: LaunchPlan, extra_env: list[dict[str, str]]) -> list[str]:
         "esac",
         "# End whatever of this node still carries the run's marker: the squatter, and a worker the",
         "# launcher started as it was being killed (no longer below the step: SLURM may not find it).",
-        f'"$PYTHON" -m {SUPERVISOR_MODULE} "${RUN_MARKER}" "SLURM_NODEID=$node"',
+        f'"$PYTHON" -m {SUPERVISOR_MODULE} "${RUN_MARKER}" "{NODE_MARKER}=${NODE_MARKER}"',
         f'printf \'{{"code": %d, "t": %s}}\\n\' "$code" "$(date +%s.%N)" >"{IN_JOB.node_exit("$node")}"',
         'exit "$code"',
     ]
