@@ -120,8 +120,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     # The host behind a loopback address is up and nothing lies between: a connect that timed out there
     # was torch retrying refusals until its deadline. On several nodes, MASTER_ADDR pointed at the dialer.
     "the store client timed out at a loopback address, several nodes": lambda f, s: (
-        (f.nodes or 1) > 1 and any(a.loopback for a in f.addresses)),
-    "the store client timed out at a loopback address": lambda f, s: any(a.loopback for a in f.addresses),
+        (f.nodes or 1) > 1 and any(a.loopback and a.timed_out for a in f.addresses)),
+    "the store client timed out at a loopback address": lambda f, s: any(a.loopback and a.timed_out
+                                                                         for a in f.addresses),
     # On a job known to be one node a loopback is the right address: refused then means nothing listens.
     "the refused address is a loopback": lambda f, s: (f.nodes or 2) > 1 and any(a.loopback and a.refused
                                                                                  for a in f.addresses),

@@ -8,6 +8,7 @@ not terminate. Each reader below takes the lines of the signatures that carry su
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 import ipaddress
@@ -38,7 +39,8 @@ ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
 LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal"
                              r"|Main process received (SIG[A-Z]+)")
 TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
-SET_DEVICE_ARG = re.compile(r"set_device\(((?:[^()]|\([^()]{0,100}\)){0,200})\)?")
+SET_DEVICE_ARG = re.compile(r"set_device\(((?:[^()]|\((?:[^()]|\([^()]{0,100}\)){0,100}\)){0,200})\)?")
+MODULO = re.compile(r"[\w)\]]\s*%\s*[\w(]")  # a % between operands, not after a format string
 # What a set_device argument is made of: the local rank, the global rank (a variable, get_rank(), $RANK)
 LOCAL_RANK_WORD = re.compile(r"local[_-]?rank", re.IGNORECASE)
 GLOBAL_RANK_WORD = re.compile(r"get_rank\(\)|\b(?:global_)?rank\b", re.IGNORECASE)
@@ -64,29 +66,38 @@ LAGGING_RANKS = re.compile(r"\[([\d, ]+)\] (?:are the lagging ranks|joined but d
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
-STACK_THREAD = re.compile(r'\((idle|active|active\+gil|gil)\): "([^"]*)"')
+STACK_THREAD = re.compile(r'\((idle|active|active\+gil|gil)\)(?:: "([^"]*)")?')
 STACK_DEPTH = 256  # lines below a thread's header that can still be its frames
 FRAGMENT_GAP = 3  # collective frames this close, with no header, are one stack (broadcast_object_list's broadcast)
 STACK_SIGNATURES = {"ctx-stack-thread": "thread", "stack-idle-main-thread": "thread",
-                    "stack-in-collective": "collective", "ctx-stack-waiting-frame": "waiting"}
+                    "stack-in-collective": "collective", "ctx-stack-waiting-frame": "waiting",
+                    "ctx-stack-helper-frame": "helper"}
 FRAME_FUNCTION = re.compile(r"(\w+) \([^()\s]*\.py:\d+\)")  # py-spy's "function (file.py:line)", past any prefix
 COLLECTIVE_CALLS = frozenset({"all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "reduce",
-                              "gather", "scatter", "barrier", "send", "recv"})
+                              "gather", "scatter", "barrier", "point-to-point"})
 COLLECTIVE_VARIANTS = {"broadcast_object_list": "broadcast", "all_gather_object": "all_gather", "gather_object": "gather",
                        "scatter_object_list": "scatter", "all_gather_into_tensor": "all_gather",
                        "_all_gather_base": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
-                       "_reduce_scatter_base": "reduce_scatter", "all_to_all_single": "all_to_all", "isend": "send",
-                       "irecv": "recv"}
+                       "_reduce_scatter_base": "reduce_scatter", "all_to_all_single": "all_to_all",
+                       # a pipeline's ranks wait in send and recv at once: point-to-point, not a mismatch
+                       "send": "point-to-point", "recv": "point-to-point", "isend": "point-to-point",
+                       "irecv": "point-to-point"}
 
 
 @dataclasses.dataclass(frozen=True)
 class Stack:
     """One thread of a py-spy dump (or several whose identical stacks the paste shows once)."""
 
-    main: bool  # a process's main thread, where its training loop is (False where no header says)
+    thread: str  # the header's thread name ('' for a fragment without its header, or a nameless thread)
     in_collective: bool  # some frame is inside torch.distributed
     waits: bool  # its innermost frame waits in Python: on a lock, a queue, a data loader
     collective: str = ""  # the collective its innermost frame inside torch.distributed is in
+    helper: bool = False  # a process that is not a rank: a launcher, mp.spawn's parent, a DataLoader worker
+
+    @property
+    def rank_loop(self) -> bool:
+        """Could be a rank's training loop: a main thread (or a thread no header names) of no helper process."""
+        return self.thread in ("MainThread", "") and not self.helper
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +105,7 @@ class Address:
     host: str
     port: int | None
     refused: bool  # the line says the connection was refused
+    timed_out: bool = False  # the line says the connect timed out
 
     @property
     def loopback(self) -> bool:
@@ -189,7 +201,7 @@ def _device_choice(argument: str) -> str:
     """What a set_device argument chooses the device by: 'local_rank', 'rank' (the global rank, as a
     variable, get_rank() or $RANK), 'modulo' (a rank modulo the device count, a local index), else the
     last name in it."""
-    if "%" in argument:
+    if MODULO.search(argument):
         return "modulo"
     if LOCAL_RANK_WORD.search(argument):
         return "local_rank"
@@ -210,10 +222,10 @@ def _read_topology(facts: Facts, line: str) -> None:
 
 
 def _read_network(facts: Facts, line: str) -> None:
-    refused = "refused" in line.lower()
+    refused, timed_out = "refused" in line.lower(), "timed out" in line.lower()
     for form in ADDRESS_FORMS:
         for host, port in form.findall(line):
-            facts.addresses.append(Address(host.strip(), int(port) if port else None, refused))
+            facts.addresses.append(Address(host.strip(), int(port) if port else None, refused, timed_out))
     for match in ERRNO.finditer(line):
         number = _first_int(match)
         facts.errnos.add(WINSOCK_AS_POSIX.get(number, number))
@@ -330,37 +342,44 @@ def read_facts(evidence) -> Facts:
 
 def read_stacks(evidence) -> list[Stack]:
     """Threads of py-spy dumps from their header and frame lines: a thread's frames are the lines
-    below its header, innermost first, up to the next header. Headers on consecutive lines share
-    the frames below the last of them (a paste that shows identical stacks once). Frames in a
-    collective that no header owns (a paste of stack fragments) make a stack each, frames a few
-    lines apart counting as one."""
-    lines = collections.defaultdict(dict)  # path -> line number -> (kind, line)
+    below its header, innermost first, up to the next header, read per file and rank (a collector
+    may interleave ranks' lines). Headers on consecutive lines share the frames below the last of
+    them (a paste that shows identical stacks once). Frames in a collective that no header owns (a
+    paste of stack fragments) make a stack each, frames a few lines apart counting as one."""
+    lines = collections.defaultdict(dict)  # (path, rank) -> line number -> (kind, line)
     for item in evidence:
-        lines[item.path][item.line_number] = (STACK_SIGNATURES[item.signature], item.line)
+        lines[item.path, item.rank][item.line_number] = (STACK_SIGNATURES[item.signature], item.line)
     stacks = []
     for numbered in lines.values():
+        at = sorted(numbered)
+        headers = [number for number in at if numbered[number][0] == "thread"]
         owned = set()
-        headers = sorted(number for number, (kind, _) in numbered.items() if kind == "thread")
         for index, number in enumerate(headers):
-            frames_from = number + 1
-            while frames_from in numbered and numbered[frames_from][0] == "thread":
-                frames_from += 1
-            frames_to = min(next((later for later in headers[index + 1:] if later >= frames_from), math.inf),
-                            frames_from + STACK_DEPTH)
-            frames = sorted((at, kind, line) for at, (kind, line) in numbered.items() if frames_from <= at < frames_to)
-            owned.update(at for at, _, _ in frames)
-            header = STACK_THREAD.search(numbered[number][1])
-            stacks.append(Stack(main=bool(header) and header[2] == "MainThread",
-                                in_collective=any(kind == "collective" for _, kind, _ in frames),
-                                waits=numbered.get(frames_from, ("",))[0] == "waiting",
-                                collective=_innermost_collective(frames)))
-        loose = sorted((at, kind, line) for at, (kind, line) in numbered.items() if kind == "collective" and at not in owned)
+            if index + 1 < len(headers) and headers[index + 1] == number + 1:
+                continue  # the next header shares these frames: they are counted under it
+            first = number + 1
+            last = min(headers[index + 1] if index + 1 < len(headers) else math.inf, first + STACK_DEPTH)
+            frames = [(line_number, *numbered[line_number])
+                      for line_number in at[bisect.bisect_left(at, first):bisect.bisect_left(at, last)]]
+            owned.update(line_number for line_number, _, _ in frames)
+            shared = [number]
+            while shared[-1] - 1 in numbered and numbered[shared[-1] - 1][0] == "thread":
+                shared.append(shared[-1] - 1)
+            for header_at in shared:
+                header = STACK_THREAD.search(numbered[header_at][1])
+                stacks.append(Stack(thread=(header[2] or "") if header else "",
+                                    in_collective=any(kind == "collective" for _, kind, _ in frames),
+                                    waits=numbered.get(first, ("",))[0] == "waiting",
+                                    collective=_innermost_collective(frames),
+                                    helper=any(kind == "helper" for _, kind, _ in frames)))
+        loose = [(number, *numbered[number]) for number in at
+                 if numbered[number][0] == "collective" and number not in owned]
         fragments = [[frame] for frame in loose[:1]]
         for previous, frame in zip(loose, loose[1:]):
             if frame[0] - previous[0] > FRAGMENT_GAP:
                 fragments.append([])
             fragments[-1].append(frame)
-        stacks += [Stack(main=False, in_collective=True, waits=False, collective=_innermost_collective(fragment))
+        stacks += [Stack(thread="", in_collective=True, waits=False, collective=_innermost_collective(fragment))
                    for fragment in fragments]
     return stacks
 
@@ -378,14 +397,15 @@ def _innermost_collective(frames) -> str:
 
 
 def stacks_in_different_collectives(facts: Facts) -> bool:
-    """Stacks wait in different collectives (all_reduce here, broadcast there): ranks that took different paths."""
-    return len({stack.collective for stack in facts.stacks if stack.collective}) > 1
+    """Ranks' loops wait in different collectives (all_reduce here, broadcast there): they took different paths."""
+    return len({stack.collective for stack in facts.stacks if stack.collective and stack.rank_loop}) > 1
 
 
 def main_thread_waits_apart(facts: Facts) -> bool:
     """A main thread waits outside every collective, on a lock, a queue or its data: in a hang, the
     rank that holds the others (they wait in the collective it never reached)."""
-    return any(stack.main and stack.waits and not stack.in_collective for stack in facts.stacks)
+    return any(stack.thread == "MainThread" and not stack.helper and stack.waits and not stack.in_collective
+               for stack in facts.stacks)
 
 
 def untouched_pid(facts: Facts) -> tuple[int, int] | None:

@@ -195,13 +195,15 @@ JOB: tuple[Signature, ...] = (
       family="shm", specificity=0.85),
     S("torch-shm-failed", "torch could not place a tensor in shared memory (/dev/shm)",
       r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file|allocate shared memory)"
-      r"|\bshm_open\b.{0,300}?(?:No space|Cannot allocate)|[Ss]hared memory (?:available |size )?is not enough",
+      # MindIE's check of /dev/shm (a GPU kernel's "shared memory is not enough" is on-chip memory, not this)
+      r"|\bshm_open\b.{0,300}?(?:No space|Cannot allocate)|[Ss]hared memory available is not enough"
+      r"|[Aa]vailable shared memory size is not enough",
       "culprit",
       "DataLoader workers and torch.multiprocessing hand tensors over in /dev/shm files (</torch_...>); "
       "a full /dev/shm fails the write. 'Too many open files' is the descriptor limit instead.",
       literals=("unable to write to file", "unable to open shared memory object", "unable to mmap",
                 "unable to allocate shared memory", "hared memory available is not enough",
-                "hared memory size is not enough", "hared memory is not enough"),
+                "vailable shared memory size is not enough"),
       suggests=("shm-exhausted",), family="shm", specificity=0.8),
     S("no-space-left", "A device has no space left (ENOSPC)", r"No space left on device|\bENOSPC\b|\[Errno 28\]",
       "culprit", "A write found its file system full: /dev/shm (NCCL's segments, DataLoader batches) or a disk; "
@@ -402,14 +404,21 @@ JOB: tuple[Signature, ...] = (
       "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
       literals=("last enqueued",), effect="context"),
     S("ctx-stack-thread", "A thread's header in a py-spy dump",
-      r'^\s*Thread (?:0x)?[0-9A-Fa-f]+ \((?:idle|active|active\+gil|gil)\): "[^"]{0,100}"', "neutral",
-      "Where one thread's stack begins: its frames follow, innermost first.", (),
-      literals=(' (idle): "', ' (active): "', ' (active+gil): "', ' (gil): "'), effect="context", keep=256),
+      r'^\s*Thread (?:0x)?[0-9A-Fa-f]+ \((?:idle|active|active\+gil|gil)\)(?:: "[^"]{0,100}")?\s*$', "neutral",
+      "Where one thread's stack begins: its frames follow, innermost first (py-spy leaves out a name it cannot read).",
+      (), literals=(" (idle)", " (active)", " (active+gil)", " (gil)"), effect="context", keep=256),
     S("ctx-stack-waiting-frame", "A py-spy frame waiting on a lock, a queue or a data loader",
       r"^\s*\w+ \((?:\S*/)?(?:threading|queue|selectors|multiprocessing/connection|multiprocessing/queues"
       r"|torch/utils/data/dataloader)\.py:\d+\)", "neutral",
       "The thread above it waits in Python for something other than its peers.", (),
       literals=("threading.py:", "queue.py:", "queues.py:", "selectors.py:", "connection.py:", "dataloader.py:"),
+      effect="context", keep=256),
+    S("ctx-stack-helper-frame", "A py-spy frame of a process that is not a rank",
+      r"^\s*(?:join|start_processes|spawn) \(\S*torch/multiprocessing/spawn\.py:\d+\)"
+      r"|^\s*_worker_loop \(\S*torch/utils/data/_utils/worker\.py:\d+\)"
+      r"|^\s*\w+ \(\S*torch/distributed/elastic/agent/\S*\.py:\d+\)", "neutral",
+      "The stack above it is mp.spawn's parent, a DataLoader worker or torchrun's agent: it waits by design.", (),
+      literals=("multiprocessing/spawn.py:", "data/_utils/worker.py:", "distributed/elastic/agent/"),
       effect="context", keep=256),
     S("ctx-nccl-init-complete", "NCCL finished creating a communicator", r"Init COMPLETE", "neutral",
       "The ranks connected: a peer lost after this is lost mid-job, not a bootstrap that never connected.", (),

@@ -34,7 +34,12 @@ def test_set_device_of_the_global_rank_reads_as_rank_as_device_id(tmp_path):
         found = _diagnose(tmp_path, f"[rank18]:     torch.cuda.set_device({global_rank})\n"
                                     "[rank18]: RuntimeError: CUDA error: invalid device ordinal\n")
         assert found.causes[0].cause == "rank-as-device-id", global_rank
-    for local_index in ('int(os.environ["LOCAL_RANK"])', "rank % torch.cuda.device_count()"):
+    for global_rank in ('int(os.environ.get("RANK", 0))', '"cuda:%d" % args.rank', 'torch.device("cuda", dist.get_rank())'):
+        found = _diagnose(tmp_path, f"[rank18]:     torch.cuda.set_device({global_rank})\n"
+                                    "[rank18]: RuntimeError: CUDA error: invalid device ordinal\n")
+        assert found.causes[0].cause == "rank-as-device-id", global_rank
+    for local_index in ('int(os.environ["LOCAL_RANK"])', "rank % torch.cuda.device_count()",
+                        'int(os.environ.get("LOCAL_RANK", 0))'):
         found = _diagnose(tmp_path, f"[rank1]:     torch.cuda.set_device({local_index})\n"
                                     "[rank1]: RuntimeError: CUDA error: invalid device ordinal\n")
         assert found.causes[0].cause == "too-few-gpus", local_index
@@ -414,6 +419,24 @@ def test_py_spy_stacks_name_the_main_thread_that_waits_outside_the_collective(tm
     assert all_inside.unknown > 0.7  # every main thread is in the collective: the stacks do not say who holds it
 
 
+def test_py_spy_stacks_of_helpers_and_nameless_threads_are_read_for_what_they_are(tmp_path):
+    """mp.spawn's parent and DataLoader workers wait by design: they hold nobody. A thread py-spy could
+    not name still begins a stack of its own, so its frames are not the main thread's."""
+    spawn_parent = _py_spy_dump(900, ["select (selectors.py:416)", "wait (multiprocessing/connection.py:936)",
+                                      "join (torch/multiprocessing/spawn.py:118)", "start_processes (torch/multiprocessing/spawn.py:202)",
+                                      "<module> (train.py:130)"])
+    data_worker = _py_spy_dump(950, ["get (multiprocessing/queues.py:113)",
+                                     "_worker_loop (torch/utils/data/_utils/worker.py:275)", "run (multiprocessing/process.py:108)"])
+    ranks = "".join(_py_spy_dump(1000 + rank, IN_ALL_REDUCE) for rank in range(4))
+    assert _diagnose(tmp_path, spawn_parent + data_worker + ranks).unknown > 0.7
+    nameless = "\n".join(['Thread 1047 (idle)', *(f"    {frame}" for frame in IN_ALL_REDUCE), "", ""])
+    dumps = "".join(_py_spy_dump(1000 + rank, IN_ALL_REDUCE) if rank != 2 else
+                    _py_spy_dump(1002, WAITING_FOR_DATA).replace('Thread 1042 (idle): "Thread-2', nameless + 'Thread 1042 (idle): "Thread-2')
+                    for rank in range(4))
+    assert 'Thread 1047 (idle)\n' in dumps
+    assert _diagnose(tmp_path, dumps).causes[0].cause == "frozen-rank"
+
+
 def test_py_spy_stacks_in_different_collectives_read_as_a_mismatch(tmp_path):
     """One rank waits in broadcast while the others wait in all_reduce: whole dumps, or fragments of them
     pasted without their headers (broadcast_object_list's own broadcast is one call, not two)."""
@@ -425,6 +448,11 @@ def test_py_spy_stacks_in_different_collectives_read_as_a_mismatch(tmp_path):
     assert _diagnose(tmp_path, fragments).causes[0].cause == "collective-mismatch"
     one_call = "\n".join(in_broadcast) + "\n"
     assert not _diagnose(tmp_path, one_call).causes
+    # A pipeline's stages wait in send and recv at once.
+    pipeline = "".join(_py_spy_dump(1000 + rank, [f"{call} (torch/distributed/distributed_c10d.py:2100)",
+                                                  "send_forward (pipeline.py:40)", "<module> (train.py:120)"])
+                       for rank, call in enumerate(("send", "recv")))
+    assert "collective-mismatch" not in _diagnose(tmp_path, pipeline).answers()
 
 
 def test_a_store_connect_that_timed_out_is_read_by_where_it_went(tmp_path):
@@ -437,3 +465,7 @@ def test_a_store_connect_that_timed_out_is_read_by_where_it_went(tmp_path):
     assert _diagnose(tmp_path, timed_out("127.0.0.1")).causes[0].cause == "wrong-master-port"
     several_nodes = timed_out("127.0.0.1", "torchrun --nnodes=2 --nproc_per_node=8 --node_rank=1 train.py\n")
     assert _diagnose(tmp_path, several_nodes).causes[0].cause == "wrong-master-addr"
+    # torchrun's warning that localhost over IPv6 failed is not where the store connect timed out.
+    ipv6_first = timed_out("10.20.0.7", "[W socket.cpp:697] [c10d] The client socket has failed to connect to "
+                                        "[localhost]:29400 (errno: 99 - Cannot assign requested address).\n")
+    assert _diagnose(tmp_path, ipv6_first).causes[0].cause == "firewall"

@@ -476,6 +476,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
     # SGLang's barrier after loading the model.
     ('straggler-rank', None,
      "RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that didn't\n"),
+    # A GPU kernel's on-chip shared memory is not /dev/shm.
+    (N, None,
+     "[TensorRT-LLM][WARNING] Force using MultiBlockMode in MMHA as shared memory is not enough, MultiBlockMode "
+     "may have different accuracy compared to non-MultiBlockMode.\n"),
     # A summary line that capitalizes CUDA's wording.
     ('too-few-gpus', 'rank-as-device-id', 'CUDA Invalid device ordinal in trainer.py:195\n'),
     # A serving engine's own check of /dev/shm.
