@@ -89,6 +89,12 @@ def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
             and any(a.loopback and a.refused for a in facts.addresses))
 
 
+def _timed_out_at_loopback(facts: Facts) -> bool:
+    """A connect timed out at a loopback address. The host there is up and nothing lies between, so it
+    was torch retrying refusals until its deadline; on several nodes, MASTER_ADDR points at the dialer."""
+    return any(a.loopback and a.timed_out for a in facts.addresses)
+
+
 def _ipv6_localhost_retry(facts: Facts) -> bool:
     """torch dials localhost over IPv6 first; on a host without it that fails (errno 97 or 99)
     and the IPv4 try follows: a warning, not the failure."""
@@ -117,12 +123,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "no device is visible at all": lambda f, s: f.visible_devices == 0,
     "the store client was refused at a loopback address": _store_refused_at_loopback,
     "torch's first try of localhost over IPv6 failed": lambda f, s: _ipv6_localhost_retry(f),
-    # The host behind a loopback address is up and nothing lies between: a connect that timed out there
-    # was torch retrying refusals until its deadline. On several nodes, MASTER_ADDR pointed at the dialer.
     "the store client timed out at a loopback address, several nodes": lambda f, s: (
-        (f.nodes or 1) > 1 and any(a.loopback and a.timed_out for a in f.addresses)),
-    "the store client timed out at a loopback address": lambda f, s: any(a.loopback and a.timed_out
-                                                                         for a in f.addresses),
+        (f.nodes or 1) > 1 and _timed_out_at_loopback(f)),
+    "the store client timed out at a loopback address": lambda f, s: _timed_out_at_loopback(f),
     # On a job known to be one node a loopback is the right address: refused then means nothing listens.
     "the refused address is a loopback": lambda f, s: (f.nodes or 2) > 1 and any(a.loopback and a.refused
                                                                                  for a in f.addresses),

@@ -44,7 +44,6 @@ MODULO = re.compile(r"[\w)\]]\s*%\s*[\w(]")  # a % between operands, not after a
 # What a set_device argument is made of: the local rank, the global rank (a variable, get_rank(), $RANK)
 LOCAL_RANK_WORD = re.compile(r"local[_-]?rank", re.IGNORECASE)
 GLOBAL_RANK_WORD = re.compile(r"get_rank\(\)|\b(?:global_)?rank\b", re.IGNORECASE)
-LAST_NAME = re.compile(r"(\w+)\W*$")
 DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
 VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)|only has: \[([\d, ]*)\]")
 DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)")
@@ -135,7 +134,7 @@ class Facts:
     world_size: int | None = None
     visible_devices: int | None = None
     device_requests: dict = dataclasses.field(default_factory=dict)  # rank (or None) -> device indices asked for
-    set_device_args: set = dataclasses.field(default_factory=set)  # 'rank', 'local_rank', 'device' ...
+    set_device_args: set = dataclasses.field(default_factory=set)  # what set_device chose by: 'rank', 'local_rank'
     addresses: list = dataclasses.field(default_factory=list)
     errnos: set = dataclasses.field(default_factory=set)
     interfaces: list = dataclasses.field(default_factory=list)
@@ -199,16 +198,13 @@ def _read_devices(facts: Facts, rank, line: str) -> None:
 
 def _device_choice(argument: str) -> str:
     """What a set_device argument chooses the device by: 'local_rank', 'rank' (the global rank, as a
-    variable, get_rank() or $RANK), 'modulo' (a rank modulo the device count, a local index), else the
-    last name in it."""
+    variable, get_rank() or $RANK), or '' (anything else; a rank modulo the device count among them,
+    which is a local index whatever rank it starts from)."""
     if MODULO.search(argument):
-        return "modulo"
+        return ""
     if LOCAL_RANK_WORD.search(argument):
         return "local_rank"
-    if GLOBAL_RANK_WORD.search(argument):
-        return "rank"
-    name = LAST_NAME.search(argument)
-    return name[1] if name else ""
+    return "rank" if GLOBAL_RANK_WORD.search(argument) else ""
 
 
 def _read_topology(facts: Facts, line: str) -> None:

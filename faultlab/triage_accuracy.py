@@ -137,13 +137,19 @@ def _case(path: Path, index: int, item) -> Case:
     return Case(log, str(item["source"]), item["cause"], str(item["established"]), culprit)
 
 
+def _first_confidence(found) -> float | None:
+    """The confidence diagnose showed for its first answer ("not in the catalog" shows the unknown
+    share); None where it ranked no cause at all."""
+    if not found.causes:
+        return None
+    return found.unknown if found.answers()[0] == NOT_IN_CATALOG else found.causes[0].confidence
+
+
 def evaluate(cases: list[Case]) -> Accuracy:
     results = []
     for case in cases:
         found = diagnose([case.log])
-        answers = found.answers()
-        shown = None if not found.causes else found.unknown if answers[0] == NOT_IN_CATALOG else found.causes[0].confidence
-        results.append(CaseResult(case, answers, found.culprit, found.culprit_node, shown))
+        results.append(CaseResult(case, found.answers(), found.culprit, found.culprit_node, _first_confidence(found)))
     return Accuracy(tuple(results))
 
 
