@@ -95,19 +95,29 @@ def _timed_out_at_loopback(facts: Facts) -> bool:
     return any(a.loopback and a.timed_out for a in facts.addresses)
 
 
-def _ipv6_localhost_retry(facts: Facts) -> bool:
-    """torch dials localhost over IPv6 first; on a host without it that fails (errno 97 or 99)
-    and the IPv4 try follows: a warning, not the failure."""
-    return bool({97, 99} & facts.errnos) and bool(facts.addresses) and all(a.loopback for a in facts.addresses)
-
-
 def _shm_named(facts: Facts, present: set) -> bool:
     return "shm-path" in facts.shm or bool({"nccl-shm-failed", "torch-shm-failed", "dataloader-bus-error"} & present)
 
 
 def _more_ranks_than_devices(facts: Facts) -> bool:
-    ranks = facts.per_node or (max(facts.duplicate_ranks) + 1 if facts.duplicate_ranks else 0)
+    # Ranks that announced themselves in one launch's output share its node; srun's output gathers every node's.
+    announced = len(facts.announced_ranks) if (facts.nodes or 1) == 1 and not facts.slurm_tasks else 0
+    ranks = facts.per_node or announced or (max(facts.duplicate_ranks) + 1 if facts.duplicate_ranks else 0)
     return facts.visible_devices is not None and ranks > facts.visible_devices
+
+
+def _physical_ids_may_be_the_index(facts: Facts) -> bool:
+    """CUDA_VISIBLE_DEVICES names physical ids without device 0 (6,7), and no index asked for is known to be
+    other than one of them: the index may have been taken from those ids."""
+    asked = {index for indices in facts.device_requests.values() for index in indices}
+    return bool(facts.visible_ids) and 0 not in facts.visible_ids and asked <= set(facts.visible_ids)
+
+
+def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
+    """SLURM was to start the processes, yet only the first said it started, and nothing failed: the batch
+    script ran python once itself instead of through srun (one task of the world)."""
+    return (facts.slurm_tasks and facts.announced_ranks == {0} and (facts.world_size or 1) > 1
+            and not _culprit_sign(present))
 
 
 # Named tests over the facts (and the signatures present): what a rule may ask.
@@ -121,8 +131,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "a device index beyond the visible count": lambda f, s: _index_beyond_devices(f),
     "more ranks on the node than devices": lambda f, s: _more_ranks_than_devices(f),
     "no device is visible at all": lambda f, s: f.visible_devices == 0,
+    "the visible devices are physical ids without device 0": lambda f, s: _physical_ids_may_be_the_index(f),
+    "under SLURM only the first of several processes started": _one_slurm_task_of_several,
     "the store client was refused at a loopback address": _store_refused_at_loopback,
-    "torch's first try of localhost over IPv6 failed": lambda f, s: _ipv6_localhost_retry(f),
     "the store client timed out at a loopback address, several nodes": lambda f, s: (
         (f.nodes or 1) > 1 and _timed_out_at_loopback(f)),
     "the store client timed out at a loopback address": lambda f, s: _timed_out_at_loopback(f),
@@ -199,12 +210,21 @@ RULES: tuple[Rule, ...] = (
          why="a rank numbered past one node's processes failed: several nodes, and the global rank chose the device"),
     Rule("invalid-device-ordinal", "the job spans several nodes", ("rank-as-device-id", "too-few-gpus"),
          why="several nodes: a global rank used as device index fails on every node but the first"),
+    Rule("invalid-device-ordinal", "the visible devices are physical ids without device 0", specificity=0.3,
+         why="the visible devices are named by physical ids without device 0 (CUDA_VISIBLE_DEVICES=6,7): the process "
+             "numbers them from 0, so an index taken from those ids fails however many there are; too many ranks "
+             "for the devices reads the same"),
     Rule("invalid-device-ordinal", "a device index beyond the visible count", ("too-few-gpus", "rank-as-device-id"), 0.9,
          why="a device index beyond the devices this process sees"),
     Rule("requested-more-gpus", "no device is visible at all", ("nccl-without-gpu", "too-few-gpus"), 0.6,
          why="the machine shows no GPU at all: no driver, a CPU-only build, or CUDA_VISIBLE_DEVICES hides them"),
     Rule("duplicate-gpu", "more ranks on the node than devices", ("too-few-gpus", "missing-set-device"),
          why="more processes on the node than GPUs"),
+    Rule("nccl-invalid-usage", "more ranks on the node than devices", ("too-few-gpus", "missing-set-device"), 0.8,
+         why="NCCL refused its use where more processes run on the node than it has GPUs: two ranks on one GPU"),
+    Rule("ctx-rank-announced", "under SLURM only the first of several processes started", ("no-launcher",), 0.7,
+         why="SLURM was to start the processes, but only the first announced itself and nothing failed: the batch "
+             "script ran python once instead of through srun"),
     Rule("connection-refused", "the store client was refused at a loopback address",
          ("wrong-master-addr", "wrong-socket-interface"), 0.85,
          why="the store's address is a loopback: MASTER_ADDR (or the host name it resolves to) points at the dialing host"),
@@ -219,8 +239,6 @@ RULES: tuple[Rule, ...] = (
          ("wrong-master-port", "late-store-host", "store-host-lost"),
          why="the store's address is a loopback, where the host is up and no firewall lies between: the connect "
              "timed out retrying refusals, so nothing listened on that port (the wrong port, or no store yet)"),
-    Rule("client-connect-failed", "torch's first try of localhost over IPv6 failed", specificity=0.1,
-         why="localhost over IPv6 failed (errno 97/99) and torch tries IPv4 next: a warning, not the failure"),
     Rule("connection-refused", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",),
          0.85, why="the refused address belongs to docker's bridge: a peer advertised the wrong interface"),
     *(Rule(dial, "a container's bridge address was dialed", ("wrong-socket-interface", "wrong-master-addr"), 0.8,

@@ -45,13 +45,17 @@ MODULO = re.compile(r"[\w)\]]\s*%\s*[\w(]")  # a % between operands, not after a
 LOCAL_RANK_WORD = re.compile(r"local[_-]?rank", re.IGNORECASE)
 GLOBAL_RANK_WORD = re.compile(r"get_rank\(\)|\b(?:global_)?rank\b", re.IGNORECASE)
 DEVICE_COUNT = re.compile(r"[Dd]evice [Cc]ount:? ?(\d+)|device_count\(\)\s*[=:]\s*(\d+)")
-VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES=([\d,]+)|only has: \[([\d, ]*)\]")
-DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)")
+VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES(?:=([\d,]+)|: \[([\d, ]*)\])|only has: \[([\d, ]*)\]"
+                             r"|VISIBLE GPUS: ([\d, ]+)")
+DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)"
+                          r"|SetDevice for id:(\d+)")
 NODES = re.compile(r"nnodes[= :]+(\d+)|num_nodes[= ](\d+)")
 # DeepSpeed's multi-node runner names its hosts: "Running on the following workers: a,b".
 WORKER_HOSTS = re.compile(r"Running on the following workers: (\S+)")
 PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")
-WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)|Num processes: (\d+)")
+WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)|Num processes: (\d+)"
+                   r"|MEMBER: \d+/(\d+)")
+ANNOUNCED_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER:")
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
@@ -130,9 +134,12 @@ class Address:
 @dataclasses.dataclass
 class Facts:
     nodes: int | None = None
+    slurm_tasks: bool = False  # a trainer said SLURM starts its processes (srun's tasks)
+    announced_ranks: set = dataclasses.field(default_factory=set)  # global ranks that said they started
     per_node: int | None = None
     world_size: int | None = None
     visible_devices: int | None = None
+    visible_ids: tuple = ()  # the physical ids CUDA_VISIBLE_DEVICES (or a trainer) listed
     device_requests: dict = dataclasses.field(default_factory=dict)  # rank (or None) -> device indices asked for
     set_device_args: set = dataclasses.field(default_factory=set)  # what set_device chose by: 'rank', 'local_rank'
     addresses: list = dataclasses.field(default_factory=list)
@@ -180,8 +187,12 @@ class Facts:
         return ""
 
 
+def _first_group(match) -> str:
+    return next(group for group in match.groups() if group is not None)
+
+
 def _first_int(match) -> int:
-    return int(next(group for group in match.groups() if group is not None))
+    return int(_first_group(match))
 
 
 def _read_devices(facts: Facts, rank, line: str) -> None:
@@ -191,7 +202,8 @@ def _read_devices(facts: Facts, rank, line: str) -> None:
         facts.visible_devices = _first_int(count)
     visible = VISIBLE_DEVICES.search(line)
     if visible:
-        facts.visible_devices = len([d for d in (visible[1] or visible[2]).split(",") if d.strip()])
+        facts.visible_ids = tuple(int(d) for d in _first_group(visible).split(",") if d.strip())
+        facts.visible_devices = len(facts.visible_ids)
     for match in DEVICE_INDEX.finditer(line):
         facts.device_requests.setdefault(rank, set()).add(_first_int(match))
 
@@ -212,6 +224,8 @@ def _read_topology(facts: Facts, line: str) -> None:
         match = pattern.search(line)
         if match:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
+    facts.announced_ranks.update(int(rank) for rank in ANNOUNCED_RANK.findall(line))
+    facts.slurm_tasks = facts.slurm_tasks or "Multi-processing is handled by Slurm" in line
     hosts = WORKER_HOSTS.search(line)
     if hosts:
         facts.nodes = max(facts.nodes or 0, len([host for host in hosts[1].split(",") if host]))
@@ -279,7 +293,8 @@ def _read_shm(facts: Facts, signature: str, line: str) -> None:
 # Which readers each signature's lines go through.
 READERS = {
     "ctx-devices": ("devices",), "ctx-set-device": ("devices",), "invalid-device-ordinal": ("devices",),
-    "duplicate-gpu": ("devices", "duplicates"), "requested-more-gpus": ("devices",), "ctx-topology": ("topology",), "ctx-interfaces": ("interfaces",),
+    "duplicate-gpu": ("devices", "duplicates"), "requested-more-gpus": ("devices",), "ctx-topology": ("topology",),
+    "ctx-rank-announced": ("topology",), "ctx-interfaces": ("interfaces",),
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
     "ctx-work-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),

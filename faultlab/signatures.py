@@ -67,12 +67,14 @@ NETWORK: tuple[Signature, ...] = (
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
       r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b"
       # HCCL (Ascend NPUs): EJ0003, and its listen failure that asks whether another process holds the port
-      r"|The IP address and port have been bound already|whether the port is being used by other process",
+      r"|The IP address and port have been bound already|whether the port is being used by other process"
+      # torch elastic's store, retrying a port it found taken
+      r"|port: \d+ already in use, attempt",
       "culprit",
       "Something else already listens on MASTER_PORT on the master node.",
       literals=("address already in use", "Address already in use", "EADDRINUSE", "errno: 98",
                 "Only one usage of each socket address", "errno: 10048", "port have been bound already",
-                "port is being used by other process"),
+                "port is being used by other process", "already in use, attempt"),
       suggests=("port-in-use", "duplicate-node-rank"), family="port-taken", specificity=0.9),
     S("server-bind-failed", "Store server failed to bind its port",
       # libuv's EADDRINUSE (-98) is address-in-use's; its other codes (EACCES -13 ...) only here
@@ -93,10 +95,15 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("wrong-master-port",), family="port-config", specificity=0.85),
     S("client-connect-timeout", "Client timed out connecting to the store",
       # the line may end at the duration, where a wrap or a paste cut it
-      r"client socket has timed out after \d+m?s(?: while trying to connect to|\s*$)|connect\(\) timed out\.",
-      "culprit", "This process dialed host:port and nobody answered there: compare that port with node 0's.",
-      literals=("client socket has timed out", "connect() timed out"),
-      suggests=("firewall", "wrong-master-addr", "wrong-master-port"), family="connect-failed"),
+      r"client socket has timed out after \d+m?s(?:\s+w|\s*$)|connect\(\) timed out\."
+      # torch >= 2.4's retry line, which names the host; oneCCL's key-value store (Intel GPUs)
+      r"|TCP client failed to connect/validate to host \S+ - timed out|kvs_init: connection time \(\d+\) >= limit",
+      "culprit", "This process dialed host:port and no store answered there before the deadline: packets dropped on "
+      "the way, no such host, or a host up where nothing listened yet (torch retries refusals until it gives up): "
+      "a store host that came up too late, or the wrong port.",
+      literals=("client socket has timed out", "connect() timed out", "failed to connect/validate to host",
+                "kvs_init: connection time"),
+      suggests=("firewall", "wrong-master-addr", "late-store-host", "wrong-master-port"), family="connect-failed"),
     S("no-route-to-host", "No host answers at the address dialed",
       r"^(?!.*ssh: connect to host)(?:.*No route to host|.*failed to connect to any network address of"
       r"|.*Network is unreachable)", "culprit",
@@ -108,7 +115,10 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("wrong-master-port", "firewall", "wrong-socket-interface"), family="connect-failed",
       specificity=0.7),
     S("client-connect-failed", "Client could not connect to the store's address",
-      r"client socket has failed to connect to .{0,300}?\((?:errno|system error): -?\d+", "culprit",
+      # not torch's first try of localhost over IPv6, which fails (errno 97/99) on a host without it before the
+      # IPv4 try: a warning, not the failure
+      r"client socket has failed to connect to (?!\[(?:localhost|::1)\]:\d+ \(errno: 9[79]\b)"
+      r".{0,300}?\((?:errno|system error): -?\d+", "culprit",
       "This process could not reach MASTER_ADDR:MASTER_PORT; the errno says how (111 refused, 110 timed "
       "out, 113 no route, 22 or 10049 an address that is not valid).",
       literals=("client socket has failed to connect",),
@@ -283,12 +293,12 @@ NETWORK: tuple[Signature, ...] = (
       r"remote process exited or there was a network error|ncclRemoteError|Connection closed by remote peer"
       r"|Call to (?:recv from|send to) \S+ failed : |Socket recv failed while polling for opId"
       r"|Failed to execute operation Connect from rank \d+|Error encountered progressing operation=Connect"
-      r"|Proxy Call to rank \d+ failed \(Connect\)",
+      r"|Proxy Call to rank \d+ failed \(Connect\)|HCCL_E_REMOTE",
       "victim", "The NCCL peer on the other end went away (or its proxy could not be reached to connect): it "
       "crashed, or the link between them failed.",
       literals=("remote process exited", "ncclRemoteError", "Connection closed by remote peer", "Call to recv from",
                 "Call to send to", "Socket recv failed while polling", "operation Connect from rank",
-                "progressing operation=Connect", "failed (Connect)"),
+                "progressing operation=Connect", "failed (Connect)", "HCCL_E_REMOTE"),
       suggests=("rank-crash", "link-down", "firewall"), family="peer-lost", specificity=0.65),
     S("framework-lost-a-peer", "Horovod or Ray lost a rank or a node",
       r"Horovod has been shut down\. This was caused by an exception on one of the ranks"
@@ -349,12 +359,13 @@ NETWORK: tuple[Signature, ...] = (
       r"Timed out waiting (?:\d+ ?m?s )?for (?:recv|send)(?: operation)?|(?:Watchdog c|\] C)aught collective operation timeout"
       r"|NCCL communicator was aborted|WorkNCCL::checkTimeout|(?:Read|Write) timeout \[[^\]]{0,100}\]"
       r"|Application timeout caused pair closure|WorkNCCL\(.{0,400}?\) timed out in blocking wait"
-      r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from",
+      r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from"
+      r"|Work ran time out after \d+ milliseconds",
       "victim", "This rank waited in a collective for a peer that never joined it.",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",
                 "Read timeout [", "Write timeout [", "Application timeout caused pair closure",
                 "Timeout at NCCL work", "Received a dump signal", "timed out in blocking wait",
-                "Received a global timeout", "Caught collective operation timeout"),
+                "Received a global timeout", "Caught collective operation timeout", "Work ran time out after"),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
     S("hccl-collective-timeout", "HCCL (Ascend NPUs) timed out waiting for a remote rank",
@@ -364,10 +375,12 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
     S("horovod-stall", "Horovod found some ranks waiting for the rest at a collective",
-      r"submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks",
+      r"submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks"
+      r"|is stalled for longer than \d+ seconds\. Will shutdown",
       "victim", "Horovod's stall check: some ranks submitted a tensor the others did not, for over a minute: the "
       "ranks took different paths (different tensors or counts), or one is late or stuck.",
-      literals=("waiting for remainder of ranks",), suggests=("collective-mismatch", "straggler-rank"),
+      literals=("waiting for remainder of ranks", "is stalled for longer than"),
+      suggests=("collective-mismatch", "straggler-rank"),
       family="collective-stall", effect="side", specificity=0.6),
     S("watchdog-hang", "The NCCL watchdog itself hung",
       r"Heartbeat monitor timed out!|watchdog got stuck for \d+ seconds|detected no heartbeat of its watchdog"
@@ -400,12 +413,21 @@ NETWORK: tuple[Signature, ...] = (
       r"(?i)no socket interface found|Bootstrap : no socket interface|No usable listening interface"
       r"|is neither AF_INET\(2\) nor AF_INET6|Socket creation failed : Address family not supported"
       r"|NET/Socket ?: ?[Nn]o interface found|[Nn]o interface found in the same subnet"
-      r"|by HCCL_SOCKET_IFNAME, but not found in the environment", "culprit",
+      r"|by HCCL_SOCKET_IFNAME, but not found in the environment"
+      # Horovod's driver for the address it was given; oneCCL for the interface it was told to use
+      r"|No interface is found for address|can't find interface \S+ to get host IP", "culprit",
       "NCCL (or HCCL on Ascend NPUs) has no usable socket interface: NCCL_SOCKET_IFNAME (HCCL_SOCKET_IFNAME) "
       "names one this host lacks, or the container has nothing but loopback.",
       literals=("o socket interface", "o usable listening interface", "is neither AF_INET",
-                "Address family not supported", "o interface found", "by HCCL_SOCKET_IFNAME, but not found"),
+                "Address family not supported", "o interface found", "by HCCL_SOCKET_IFNAME, but not found",
+                "No interface is found for address", "to get host IP"),
       suggests=("wrong-socket-interface",), family="interface", specificity=0.9),
+    S("no-common-interface", "Horovod's tasks share no interface they can reach each other on",
+      r"Unable to find a set of common task-to-task communication interfaces", "culprit",
+      "Horovod's driver probes every task's interfaces from the others and found none all of them reach: the "
+      "nodes' interfaces differ (names, subnets), or a firewall drops the probes.",
+      literals=("common task-to-task communication interfaces",), suggests=("wrong-socket-interface", "firewall"),
+      family="interface", specificity=0.8),
     S("nccl-bind-unavailable", "NCCL cannot bind the address of the interface it chose",
       r"Call to bind failed ?: ?Cannot assign requested address", "culprit",
       "The address NCCL picked is not one this host can listen on (an IPv6 link-local address of ib0 without "

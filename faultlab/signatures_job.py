@@ -19,9 +19,12 @@ JOB: tuple[Signature, ...] = (
       literals=("Duplicate GPU detected",), suggests=("missing-set-device", "too-few-gpus"), family="device-index",
       specificity=0.7),
     S("invalid-device-ordinal", "CUDA: invalid device ordinal",
-      r"[Ii]nvalid device ordinal|Invalid device id|device >= 0 && device < num_gpus|(?:cuda|hip)ErrorInvalidDevice\b",
+      r"[Ii]nvalid device ordinal|Invalid device id|device >= 0 && device < num_gpus|(?:cuda|hip)ErrorInvalidDevice\b"
+      # Intel XPUs' words; torch's hint after a CUDA device error
+      r"|device is out of range, device is \d+|GPU device may be out of range",
       "culprit", "This rank asked for a CUDA device index the node does not have.",
-      literals=("nvalid device ordinal", "Invalid device id", "device < num_gpus", "ErrorInvalidDevice"),
+      literals=("nvalid device ordinal", "Invalid device id", "device < num_gpus", "ErrorInvalidDevice",
+                "device is out of range", "GPU device may be out of range"),
       suggests=("too-few-gpus", "rank-as-device-id"), family="device-index", specificity=0.85),
     S("cuda-devices-busy", "CUDA: every device is busy or unavailable",
       r"CUDA-capable devices? ?(?:\(s\))? (?:is|are)(?:/are)? busy or unavailable|cudaErrorDevicesUnavailable", "culprit",
@@ -30,11 +33,22 @@ JOB: tuple[Signature, ...] = (
       literals=("busy or unavailable", "cudaErrorDevicesUnavailable"),
       suggests=("missing-set-device", "too-few-gpus"), family="device-index", specificity=0.5),
     S("requested-more-gpus", "The framework was asked for more GPUs than the machine has",
-      r"But your machine only has: \[|requested \d+ GPUs? but (?:only|the machine)",
+      r"But your machine only has: \[|requested \d+ GPUs? but (?:only|the machine)"
+      # fairseq; vLLM's Ray executor; Habana's Gaudi modules
+      r"|world size is \d+ but have \d+ available devices|required GPUs exceeds the total number of available GPUs"
+      r"|There is not enough devices available for training|Not enough available modules for world_size",
       "culprit", "Lightning (and others) compare the devices asked for with those present before starting "
       "('You requested gpu: [0, 1] / But your machine only has: [0]').",
-      literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine"),
+      literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine",
+                "available devices", "required GPUs exceeds", "not enough devices available",
+                "Not enough available modules"),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
+    S("duplicate-device-ids", "The trainer was given one GPU twice",
+      r"Device ID's \(GPU\) must be unique", "culprit",
+      "Lightning refuses a device list that names a GPU twice (--gpus \"0,0\"): two processes were wanted on one "
+      "GPU, which NCCL does not allow.",
+      literals=("Device ID's (GPU) must be unique",), suggests=("too-few-gpus", "missing-set-device"),
+      family="device-index", specificity=0.8),
     S("destroy-not-called", "destroy_process_group() was not called before exit",
       r"destroy_process_group\(\) was not called before program exit|process group has NOT been destroyed before"
       r"|(?:must|should) call destroy_process_group\(?\)? before (?:process|program) exit",
@@ -57,13 +71,18 @@ JOB: tuple[Signature, ...] = (
       r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled|not compiled with NCCL support"
       r"|no CUDA-capable device is detected|Unable to proceed, no GPU resources available"
       # Lightning's accelerator check, before any process group
-      r"|can not run on your system since the accelerator is not available",
+      r"|can not run on your system since the accelerator is not available|GPUs requested but none are available"
+      # ROCm's hipified torch and RCCL; Intel's XPUs; accelerate's and detectron2's own checks
+      r"|No HIP GPUs are available|no ROCm-capable device is detected|No XPU devices are available"
+      r"|Your assigned backend nccl is not ava[il]{2}able|cuda is not available\. Please check your installation",
       "culprit",
       "nccl was requested on a host (or a torch build) without CUDA GPUs.",
       literals=("doesn't have NCCL", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
                 "only supported with GPUs", "NCCL support is not compiled", "not compiled with NCCL support",
                 "no CUDA-capable device is detected", "no GPU resources available",
-                "since the accelerator is not available"),
+                "since the accelerator is not available", "GPUs requested but none are available", "No HIP GPUs",
+                "no ROCm-capable device", "No XPU devices", "Your assigned backend nccl is not",
+                "cuda is not available. Please check"),
       suggests=("nccl-without-gpu",), family="backend", specificity=0.95),
     S("torch-without-cuda", "This torch was built without CUDA", r"Torch not compiled with CUDA enabled", "culprit",
       "A CPU-only torch build cannot give nccl (or any CUDA work) a GPU; a script meant for one may fail "
@@ -79,14 +98,17 @@ JOB: tuple[Signature, ...] = (
       # init_method tcp:// or a store without the rank and world size a launcher would have given
       r"|tcp:// rendezvous: (?:rank|world size) parameter missing|world_size must be positive if using store"
       # A KeyError's message alone, where a paste lost the "KeyError: " before it.
-      r"|^\s*'(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT)'\s*$",
+      r"|^\s*'(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT)'\s*$"
+      # mmengine, composer, Lightning's LSF environment, accelerate
+      r"|[Ee]nvironment variable `?[A-Z_]+`? (?:is not set|not found)|`[A-Z_]+` env was not set",
       "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
       "colossalai run), or the launcher variables were wiped.",
       literals=("expected, but not set", "Could not find '", "is not set but it is required for env://",
                 "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: 'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
                 "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "RANK'",
-                "SIZE'", "MASTER_ADDR'", "MASTER_PORT'", "parameter missing", "world_size must be positive"),
+                "SIZE'", "MASTER_ADDR'", "MASTER_PORT'", "parameter missing", "world_size must be positive",
+                "nvironment variable", "env was not set"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
     # A trace cut before its message says less than the message would: it counts as a side effect, so
     # any primary sign (the device error of set_device(int(os.environ["LOCAL_RANK"]))) outranks it.
@@ -98,11 +120,12 @@ JOB: tuple[Signature, ...] = (
       literals=("environ['", 'environ["', "getenv(", "environ.get("), suggests=("no-launcher",),
       family="launcher-variable", effect="side", specificity=0.9),
     S("main-process-barrier", "A rank's trace stopped where ranks wait for the main process to finish alone",
-      r"main_process_first\(|torch_distributed_zero_first\(|wait_for_everyone\(\)", "victim",
+      r"main_process_first\(|torch_distributed_zero_first\(|wait_for_everyone\(\)"
+      r"|waiting for the main local process to perform", "victim",
       "transformers' main_process_first, accelerate's wait_for_everyone, YOLO's torch_distributed_zero_first: "
       "the other ranks wait in a barrier while rank 0 preprocesses or downloads; past the process group's "
       "timeout (30 minutes by default) they fail there. Rank 0 is slow, not broken.",
-      literals=("main_process_first(", "zero_first(", "wait_for_everyone()"),
+      literals=("main_process_first(", "zero_first(", "wait_for_everyone()", "waiting for the main local process"),
       suggests=("straggler-rank", "rank-crash"), family="waiting", specificity=0.6),
     S("default-group-missing", "A collective ran before any process group existed",
       r"Default process group (?:has not been|is not) initialized", "culprit",
@@ -112,6 +135,16 @@ JOB: tuple[Signature, ...] = (
       literals=("Default process group has not been initialized", "Default process group is not initialized"),
       suggests=("no-launcher",),
       family="launcher-variable", specificity=0.5),
+    S("launcher-not-used", "The framework found no launcher around the script",
+      r"parallel_mode != ParallelMode\.DISTRIBUTED\. In order to use Torch DDP, launch your script with"
+      r"|The .srun. command is available on your system but is not used"
+      r"|^Distributed environment: (?:DistributedType\.)?NO\s*$", "neutral",
+      "transformers found a process group its own arguments know nothing of; Lightning found srun unused inside a "
+      "SLURM allocation; accelerate's state printout says one process and no distributed set-up: the script was "
+      "started with plain python where a launcher (torchrun, srun, accelerate launch) was meant to start it.",
+      literals=("In order to use Torch DDP, launch your script with", "is available on your system but is not used",
+                "Distributed environment: "),
+      suggests=("no-launcher",), family="launcher-variable", specificity=0.6),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "
@@ -269,12 +302,22 @@ JOB: tuple[Signature, ...] = (
     S("launcher-topology-mismatch", "The trainer's devices or nodes differ from what the scheduler allocated",
       r"in Lightning, but the number of (?:tasks per node|nodes) configured in SLURM"
       r"|in your SLURM bash script, but this variable is not supported"
-      r"|You requested \d+ GPUs but launched \d+ slurm tasks", "culprit",
+      r"|You requested \d+ GPUs but launched \d+ slurm tasks"
+      # fairseq's pipelines against SLURM's tasks
+      r"|SLURM --ntasks-per-node must match number of", "culprit",
       "Lightning compares its devices/num_nodes with SLURM's --ntasks-per-node/--nodes and stops when they "
       "differ: the processes the scheduler starts and the world the trainer expects disagree.",
-      literals=("in Lightning, but the number of", "in your SLURM bash script", "GPUs but launched"),
+      literals=("in Lightning, but the number of", "in your SLURM bash script", "GPUs but launched",
+                "SLURM --ntasks-per-node must match"),
       suggests=("world-size-mismatch",),
       family="world", specificity=0.85),
+    S("world-size-views-differ", "The launcher's world size and torch's disagree",
+      r"initialized with a value of \d+ for world size, but environment variable WORLD_SIZE has value \d+"
+      r"|MPI world size \d+ does not match torch world size \d+", "culprit",
+      "composer and DeepSpeed compare the world size the process group was made with against the launcher's "
+      "(WORLD_SIZE, MPI's): the launch and the script disagree on the size of the job.",
+      literals=("for world size, but environment variable WORLD_SIZE", "does not match torch world size"),
+      suggests=("world-size-mismatch",), family="world", specificity=0.75),
     S("nccl-duplicate-rank", "Two processes registered the same rank with NCCL",
       r"Bootstrap Root : rank \d+ of \d+ ranks has already checked in", "culprit",
       "A rank checked in twice at NCCL's bootstrap root: two nodes with the same node rank, or two jobs "
@@ -379,18 +422,24 @@ JOB: tuple[Signature, ...] = (
       "Which variable chooses the device: rank, local_rank, or something else.", (), literals=("set_device(",),
       effect="context"),
     S("ctx-devices", "Device counts and indices",
-      r"[Dd]evice [Cc]ount:? ?\d+|device_count\(\)\s*[=:]\s*\d+|CUDA_VISIBLE_DEVICES=\S+|cuda:\d+"
+      r"[Dd]evice [Cc]ount:? ?\d+|device_count\(\)\s*[=:]\s*\d+|CUDA_VISIBLE_DEVICES(?:=\S+|: \[)|VISIBLE GPUS: \d|cuda:\d+"
       r"|type='cuda', index=\d+|[Ss]et(?:ting)? device to \d+|cudaDev \d+", "neutral",
       "How many devices a process sees, and which index it asked for.", (),
-      literals=("evice Count", "evice count", "device_count()", "CUDA_VISIBLE_DEVICES=", "cuda:", "type='cuda', index=",
+      literals=("evice Count", "evice count", "device_count()", "CUDA_VISIBLE_DEVICES", "VISIBLE GPUS: ", "cuda:",
+                "type='cuda', index=",
                 "device to ", "cudaDev "), effect="context"),
     S("ctx-topology", "Node, process and world counts",
       r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
-      r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+|num_nodes[= ]\d+|Running on the following workers: ",
+      r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+|num_nodes[= ]\d+|Running on the following workers: "
+      r"|Multi-processing is handled by Slurm",
       "neutral", "How many nodes and ranks the job has.", (),
       literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: ", "num_nodes",
-                "Running on the following workers: "),
+                "Running on the following workers: ", "Multi-processing is handled by Slurm"),
       effect="context"),
+    S("ctx-rank-announced", "A process announces its global rank and the size of the world",
+      r"GLOBAL_RANK: \d+, MEMBER: \d+/\d+", "neutral",
+      "Lightning's processes each say which member of the world they are: the ranks that never said so never "
+      "started.", (), literals=("GLOBAL_RANK: ",), effect="context", keep=64),
     S("ctx-interfaces", "The socket interfaces NCCL chose",
       r"NET/Socket ?: ?Using|Bootstrap ?: ?Using|^\s*\[\d+\](?:br-|veth|docker|virbr|cni|flannel)", "neutral",
       "Which interfaces NCCL will use: docker bridges and veths beside the real NIC are a classic trap.", (),

@@ -469,3 +469,41 @@ def test_a_store_connect_that_timed_out_is_read_by_where_it_went(tmp_path):
     ipv6_first = timed_out("10.20.0.7", "[W socket.cpp:697] [c10d] The client socket has failed to connect to "
                                         "[localhost]:29400 (errno: 99 - Cannot assign requested address).\n")
     assert _diagnose(tmp_path, ipv6_first).causes[0].cause == "firewall"
+
+
+def test_under_slurm_one_process_of_several_announcing_itself_is_a_missing_srun(tmp_path):
+    started = ("Multi-processing is handled by Slurm.\n"
+               "GPU available: True, used: True\n"
+               "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8\n")
+    assert _diagnose(tmp_path, started).answers()[0] == "no-launcher"
+    # Every process of the world announced itself: srun started them all, and the hang is something else.
+    everyone = started + "".join(f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/8\n" for rank in range(1, 8))
+    assert "no-launcher" not in _diagnose(tmp_path, everyone).answers()
+    # Outside SLURM one announcement is one node's share, not a missing launcher.
+    assert "no-launcher" not in _diagnose(tmp_path, started.replace("Multi-processing is handled by Slurm.\n", "")).answers()
+
+
+def test_the_ranks_a_trainer_announced_beside_its_visible_devices_tell_too_few_gpus(tmp_path):
+    log = ("LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]\n"
+           "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+           "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+           "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:911, invalid usage\n")
+    assert _diagnose(tmp_path, log).answers()[0] == "too-few-gpus"
+    # As many devices as ranks: the line alone again, where a missing set_device is the likelier reading.
+    answers = _diagnose(tmp_path, log.replace("[0]", "[0, 1]")).answers()
+    assert answers.index("missing-set-device") < answers.index("too-few-gpus")
+
+
+def test_visible_devices_named_by_physical_ids_leave_an_invalid_ordinal_open(tmp_path):
+    """CUDA_VISIBLE_DEVICES=6,7 numbers the two devices 0 and 1 inside the process: an index taken from the
+    physical ids fails as surely as a rank past the devices, and only the second is in the catalog."""
+    log = ("INFO:lightning:VISIBLE GPUS: 6,7\n"
+           "THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=59 error=101 : invalid device ordinal\n")
+    answers = _diagnose(tmp_path, log).answers()
+    assert answers[0] == diagnose.NOT_IN_CATALOG and "too-few-gpus" in answers[:3]
+    assert _diagnose(tmp_path, log.replace("6,7", "0,1")).answers()[0] == "too-few-gpus"
+    assert _diagnose(tmp_path, log.replace("INFO:lightning:VISIBLE GPUS: 6,7", "CUDA_VISIBLE_DEVICES=6,7")
+                     ).answers()[0] == diagnose.NOT_IN_CATALOG
+    # An index known to be none of the listed ids, past their count: too many ranks, not an id.
+    assert _diagnose(tmp_path, "CUDA_VISIBLE_DEVICES=4,5,6\n[ERROR] SetDevice for id:7 failed, ret[101], invalid device "
+                               "ordinal.\n").answers()[0] == "too-few-gpus"

@@ -486,6 +486,89 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('shm-exhausted', None,
      '[2025-03-10 20:26:36.604+08:00] [324] [325] [mindie-server] [ERROR] [share_memory.cpp:172] : [MIE04E120407] '
      '[model_backend] Shared memory available is not enough on the filesystem.\n'),
+    # Other vendors' words for a host without the backend's devices: ROCm's hipified torch and RCCL, Intel's
+    # XPUs, and the frameworks' own checks (Lightning, accelerate, detectron2).
+    ('nccl-without-gpu', None, 'RuntimeError: No HIP GPUs are available\n'),
+    ('nccl-without-gpu', None, 'RuntimeError: No XPU devices are available.\n'),
+    ('nccl-without-gpu', None,
+     "mi300-n01:51234:51234 [0] /opt/rccl/src/init.cc:1934 NCCL WARN HIP failure 'no ROCm-capable device is "
+     "detected' at /opt/rccl/src/init.cc:1934\n"),
+    ('nccl-without-gpu', None,
+     'lightning.fabric.utilities.exceptions.MisconfigurationException: GPUs requested but none are available.\n'),
+    ('nccl-without-gpu', None, 'ValueError: Your assigned backend nccl is not avaliable, please use gloo\n'),
+    ('nccl-without-gpu', None, 'AssertionError: cuda is not available. Please check your installation.\n'),
+    # More processes than devices, as Intel's XPUs, Habana's Gaudis, fairseq and vLLM's Ray executor say it.
+    ('too-few-gpus', None, 'RuntimeError: device is out of range, device is 4, total number of device is 4.\n'),
+    ('too-few-gpus', None, 'AssertionError: world size is 8 but have 4 available devices\n'),
+    ('too-few-gpus', None,
+     'AssertionError: There is not enough devices available for training. Please verify if '
+     'HABANA_VISIBLE_MODULES is set correctly.\n'),
+    ('too-few-gpus', None,
+     'RuntimeError: Not enough available modules for world_size=8. Set HABANA_VISIBLE_MODULES to include more '
+     'available modules and try again.\n'),
+    ('too-few-gpus', None,
+     'ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group. '
+     'Required number of devices: 8. Total number of devices: 4.\n'),
+    # Lightning refuses one GPU listed twice (--gpus "0,0"): two replicas wanted on one device.
+    ('too-few-gpus', 'missing-set-device',
+     "lightning.fabric.utilities.exceptions.MisconfigurationException: Device ID's (GPU) must be unique.\n"),
+    # A launcher variable missing, in the frameworks' own words (mmengine, composer, Lightning's LSF, accelerate).
+    ('no-launcher', None, "KeyError: 'The environment variable MASTER_ADDR is not set'\n"),
+    ('no-launcher', None,
+     'composer.utils.dist.MissingEnvironmentError: Torch distributed is initialized but environment variable '
+     'LOCAL_RANK is not set.\n'),
+    ('no-launcher', None,
+     'ValueError: Cannot determine world size. Environment variable `JSM_NAMESPACE_SIZE` not found.Make sure you '
+     'run your executable with `jsrun`.\n'),
+    ('no-launcher', None,
+     "ValueError: Tried to launch on distributed with multinode, but `MASTER_ADDR` env was not set, please try "
+     "exporting rank 0's hostname as `MASTER_ADDR`\n"),
+    # transformers and Lightning notice a script that no launcher started.
+    ('no-launcher', None,
+     'torch.distributed process group is initialized, but parallel_mode != ParallelMode.DISTRIBUTED. In order to '
+     'use Torch DDP, launch your script with `python -m torch.distributed.launch\n'),
+    ('no-launcher', None,
+     'PossibleUserWarning: The `srun` command is available on your system but is not used. HINT: If your intention '
+     'is to run Lightning on SLURM, prepend your python command with `srun` like so: srun python train.py\n'),
+    # accelerate's state printout of a script started with plain python.
+    ('no-launcher', None,
+     'Distributed environment: NO\nNum processes: 1\nProcess index: 0\nLocal process index: 0\nDevice: cuda\n'),
+    # The launcher's world and torch's, or the scheduler's tasks and the trainer's, disagree.
+    ('world-size-mismatch', None,
+     'RuntimeError: Torch distributed has been initialized with a value of 8 for world size, but environment '
+     'variable WORLD_SIZE has value 4.\n'),
+    ('world-size-mismatch', None, 'AssertionError: MPI world size 8 does not match torch world size 4\n'),
+    ('world-size-mismatch', None,
+     'AssertionError: SLURM --ntasks-per-node must match number of pipelines per node (=2)\n'),
+    # HCCL's (Ascend) name for NCCL's remote error.
+    ('rank-crash', 'link-down',
+     'RuntimeError: HCCL error: HCCL_E_REMOTE: A call failed possibly due to a network error or a remote process '
+     'exiting prematurely.\n'),
+    # No interface to talk on: Horovod's task-to-task check, and oneCCL's own lookup.
+    ('wrong-socket-interface', 'firewall',
+     "Exception: Unable to find a set of common task-to-task communication interfaces: [(0, {'eth0': "
+     "[('10.0.0.5', 34588)]}), (1, {'ib0': [('10.1.0.6', 34590)]})]\n"),
+    ('wrong-socket-interface', None, 'ValueError: No interface is found for address 127.0.0.1.\n'),
+    ('wrong-socket-interface', None,
+     '2025:02:17-17:20:51:( 2399) |CCL_ERROR| internal_kvs.cpp:289 fill_local_host_ip: can\'t find interface ib0 '
+     'to get host IP\n'),
+    # The store client timed out: torch's newer retry line names the remote host; a line cut after the duration;
+    # oneCCL's key-value store.
+    ('firewall', 'wrong-master-addr',
+     '[E1204 10:32:11.654321 TCPStore.cpp:331] [c10d] TCP client failed to connect/validate to host '
+     '192.168.1.20:29500 - timed out (try=41, timeout=1800000ms): Connection timed\n'),
+    ('firewall', 'wrong-master-addr', '[E108 20:04:34.467642512 socket.cpp:957] [c10d] The client socket has timed out after 900s whi\n'),
+    ('firewall', 'wrong-master-addr',
+     '2025:03:02-10:13:14:(41822) |CCL_ERROR| internal_kvs.cpp:517 kvs_init: connection time (120) >= limit (120)\n'),
+    # torch's elastic store retries a port it found taken.
+    ('port-in-use', None,
+     'WARNING:torch.distributed.elastic.utils.distributed:port: 29500 already in use, attempt: [1/3]\n'),
+    # A collective that timed out on Intel's XPUs; Horovod's stall check giving up.
+    ('straggler-rank', None, 'RuntimeError: Work ran time out after 1800012 milliseconds.\n'),
+    ('collective-mismatch', 'straggler-rank',
+     'One or more rank (marked by "!") is stalled for longer than 600 seconds. Will shutdown.\n'),
+    # transformers' ranks waiting while the main process maps the dataset.
+    ('straggler-rank', None, '3: waiting for the main local process to perform dataset map pre-processing\n'),
 ]
 
 
