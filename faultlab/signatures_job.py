@@ -9,7 +9,7 @@ from .signatures import Signature
 
 # The variables a launcher (torchrun, srun, mpirun, deepspeed, accelerate) sets for each process.
 LAUNCHER_VARIABLES = (r"(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
-                      r"|SLURM_PROCID|SLURM_LOCALID|SLURM_NTASKS|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE)")
+                      r"|SLURM_PROCID|SLURM_LOCALID|SLURM_NTASKS|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|JSM_NAMESPACE_\w+)")
 
 S = Signature
 JOB: tuple[Signature, ...] = (
@@ -100,7 +100,8 @@ JOB: tuple[Signature, ...] = (
       # A KeyError's message alone, where a paste lost the "KeyError: " before it.
       r"|^\s*'(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT)'\s*$"
       # mmengine, composer, Lightning's LSF environment, accelerate
-      r"|[Ee]nvironment variable `?[A-Z_]+`? (?:is not set|not found)|`[A-Z_]+` env was not set",
+      r"|[Ee]nvironment variable `?" + LAUNCHER_VARIABLES + r"`? (?:is not set|not found)"
+      r"|`" + LAUNCHER_VARIABLES + r"` env was not set",
       "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
       "colossalai run), or the launcher variables were wiped.",

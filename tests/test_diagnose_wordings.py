@@ -523,6 +523,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('no-launcher', None,
      "ValueError: Tried to launch on distributed with multinode, but `MASTER_ADDR` env was not set, please try "
      "exporting rank 0's hostname as `MASTER_ADDR`\n"),
+    # Any other variable missing is not the launcher's.
+    (N, None, 'UserWarning: The environment variable CUDA_HOME is not set\n'),
     # transformers and Lightning notice a script that no launcher started.
     ('no-launcher', None,
      'torch.distributed process group is initialized, but parallel_mode != ParallelMode.DISTRIBUTED. In order to '
