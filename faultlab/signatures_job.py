@@ -36,13 +36,23 @@ JOB: tuple[Signature, ...] = (
       r"But your machine only has: \[|requested \d+ GPUs? but (?:only|the machine)"
       # fairseq; vLLM's Ray executor; Habana's Gaudi modules
       r"|world size is \d+ but have \d+ available devices|required GPUs exceeds the total number of available GPUs"
-      r"|There is not enough devices available for training|Not enough available modules for world_size",
+      r"|There is not enough devices available for training|Not enough available modules for world_size"
+      # SageMaker's model-parallel library
+      r"|processes \d+ ?cannot be larger than the device count",
       "culprit", "Lightning (and others) compare the devices asked for with those present before starting "
       "('You requested gpu: [0, 1] / But your machine only has: [0]').",
       literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine",
                 "available devices", "required GPUs exceeds", "not enough devices available",
-                "Not enough available modules"),
+                "Not enough available modules", "cannot be larger than the device count"),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
+    # Every public trace in the development set that had gone into set_device failed on the device index; a
+    # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there.
+    S("set-device-in-trace", "A traceback that went into torch's set_device",
+      r"torch[/\\]cuda[/\\]__init__\.py\", line \d+, in set_device\b", "culprit",
+      "The trace went into torch.cuda.set_device: where it was cut before its error line, the device index the "
+      "process asked for is the likeliest failure.",
+      literals=(", in set_device",), suggests=("too-few-gpus", "rank-as-device-id"), family="device-index",
+      effect="side", specificity=0.6),
     S("duplicate-device-ids", "The trainer was given one GPU twice",
       r"Device ID's \(GPU\) must be unique", "culprit",
       "Lightning refuses a device list that names a GPU twice (--gpus \"0,0\"): two processes were wanted on one "

@@ -510,3 +510,11 @@ def test_visible_devices_named_by_physical_ids_leave_an_invalid_ordinal_open(tmp
     # An index known to be none of the listed ids, past their count: too many ranks, not an id.
     assert _diagnose(tmp_path, "CUDA_VISIBLE_DEVICES=4,5,6\n[ERROR] SetDevice for id:7 failed, ret[101], invalid device "
                                "ordinal.\n").answers()[0] == "too-few-gpus"
+
+
+def test_a_trace_through_set_device_that_ends_in_another_error_is_read_by_that_error(tmp_path):
+    trace = ('  File "/opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py", line 404, in set_device\n'
+             '    torch._C._cuda_setDevice(device)\n')
+    assert _diagnose(tmp_path, trace + "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n"
+                     ).answers()[0] == "missing-set-device"
+    assert _diagnose(tmp_path, trace).answers()[0] == "too-few-gpus"

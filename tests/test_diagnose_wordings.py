@@ -569,6 +569,15 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('straggler-rank', None, 'RuntimeError: Work ran time out after 1800012 milliseconds.\n'),
     ('collective-mismatch', 'straggler-rank',
      'One or more rank (marked by "!") is stalled for longer than 600 seconds. Will shutdown.\n'),
+    # SageMaker's model-parallel library counts its processes against the devices.
+    ('too-few-gpus', None,
+     '[1,2]<stderr>:RuntimeError: The number of node-local MPI processes 8cannot be larger than the device count 4\n'),
+    # A trace cut inside torch's set_device, before its error line.
+    ('too-few-gpus', 'rank-as-device-id',
+     '[rank6]:   File "/workspace/pypacks/accelerate/state.py", line 790, in set_device\n'
+     '[rank6]:     torch.cuda.set_device(self.device)\n'
+     '[rank6]:   File "/workspace/pypacks/torch/cuda/__init__.py", line 399, in set_device\n'
+     '[rank6]:     torch._\n'),
     # transformers' ranks waiting while the main process maps the dataset.
     ('straggler-rank', None, '3: waiting for the main local process to perform dataset map pre-processing\n'),
 ]
