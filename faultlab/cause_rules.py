@@ -29,6 +29,9 @@ CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a vic
 SIDE_WEIGHT = 0.2  # a side effect's say, once a primary sign is there
 PRIOR_DECAY = 0.7  # each next suggested cause weighs 0.7 as much as the one before
 OUTSIDE_STRENGTH = 0.8  # how much a known out-of-catalog failure says "not in the catalog"
+# A node's failed dials of the store (MASTER_ADDR:MASTER_PORT, node 0's).
+STORE_DIAL_FAILURES = ("client-connect-timeout", "client-connect-failed", "store-not-listening-yet",
+                       "rendezvous-connect-failed", "connection-refused")
 # What a launcher stopped from outside prints of itself: its signal, the workers it then tears down,
 # the exception the signal raises in it.
 STOPPED_FROM_OUTSIDE = frozenset({"launcher-signalled", "worker-torn-down", "python-exception"})
@@ -134,6 +137,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the visible devices are physical ids without device 0": lambda f, s: _physical_ids_may_be_the_index(f),
     "under SLURM only the first of several processes started": _one_slurm_task_of_several,
     "the store client was refused at a loopback address": _store_refused_at_loopback,
+    "the store's host started after the others gave up dialing it": lambda f, s: f.store_host_late,
     "the store client timed out at a loopback address, several nodes": lambda f, s: (
         (f.nodes or 1) > 1 and _timed_out_at_loopback(f)),
     "the store client timed out at a loopback address": lambda f, s: _timed_out_at_loopback(f),
@@ -225,6 +229,10 @@ RULES: tuple[Rule, ...] = (
     Rule("ctx-rank-announced", "under SLURM only the first of several processes started", ("no-launcher",), 0.7,
          why="SLURM was to start the processes, but only the first announced itself and nothing failed: the batch "
              "script ran python once instead of through srun"),
+    *(Rule(dial, "the store's host started after the others gave up dialing it", ("late-store-host",), 0.85,
+           why="node 0, the store's host, wrote its first line only after the other nodes had given up dialing its "
+               "store: it started too late for them")
+      for dial in STORE_DIAL_FAILURES),
     Rule("connection-refused", "the store client was refused at a loopback address",
          ("wrong-master-addr", "wrong-socket-interface"), 0.85,
          why="the store's address is a loopback: MASTER_ADDR (or the host name it resolves to) points at the dialing host"),

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from pathlib import Path
 
 from . import cause_rules
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
-from .log_facts import read_facts, untouched_pid
+from .log_facts import read_facts, stamp_of, untouched_pid
 from .log_scan import ERROR_LINES_KEPT, Evidence, job_places, log_files, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
 STDIN = "-"
 OWN_TRACEBACK = "own-traceback-among-waiters"  # a reading diagnose derives, not a line's signature
+CLIENTS_WAIT = re.compile(r"Timed out after (\d+) seconds waiting for clients")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +137,7 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     silent = tuple(sorted(named_by_file - set(seen_on)))
     facts.quiet_ranks = set(silent) & {scan.place.rank for scan in scans if scan.size}
     facts.vanished_nodes = _vanished_nodes(scans)
+    facts.store_host_late = _store_host_late(scans, evidence)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
@@ -161,6 +164,24 @@ def _vanished_nodes(scans) -> set[int]:
     nodes = {scan.place.node for scan in ranked}
     empty = nodes - {scan.place.node for scan in ranked if scan.size}
     return empty if empty != nodes else set()
+
+
+def _store_host_late(scans, evidence) -> bool:
+    """Node 0, the store's host, was up only after another node had given up dialing its store. Its first
+    stamped line says when it was up, unless that line came once its store had waited for clients: the store
+    was up that wait earlier."""
+    ups = []
+    for scan in scans:
+        if scan.place.node != 0 or not scan.first_stamp:
+            continue
+        (month, day, seconds), line_number = scan.first_stamp
+        waits = [CLIENTS_WAIT.search(item.line) for item in evidence if item.path == scan.path
+                 and item.signature == "rendezvous-clients-timeout" and item.line_number <= line_number]
+        ups.append((month, day, seconds - max((int(wait[1]) for wait in waits if wait), default=0)))
+    dials = [stamp_of(item.line) for item in evidence
+             if item.signature in cause_rules.STORE_DIAL_FAILURES and item.place.node not in (None, 0)]
+    dials = [stamp for stamp in dials if stamp]
+    return bool(ups) and bool(dials) and max(dials) < min(ups)
 
 
 def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -231,6 +252,8 @@ def _culprit_node(evidence, facts) -> tuple[int | None, str]:
     if len(facts.vanished_nodes) == 1:
         node = next(iter(facts.vanished_nodes))
         return node, f"no rank of node {node} wrote a line while the other nodes' ranks did: the node went away"
+    if facts.store_host_late:
+        return 0, "node 0, the store's host, wrote its first line only after the others had given up dialing it"
     nodes = {item.place.node for item in evidence
              if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)}
     nodes.discard(None)

@@ -69,6 +69,10 @@ LAGGING_RANKS = re.compile(r"\[([\d, ]+)\] (?:are the lagging ranks|joined but d
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
+# When a line was written: torch's (glog's) "[E1203 09:43:47.825" or logging's "2026-12-03 09:43:47,825"; the
+# year is left out, as glog prints none.
+STAMP = re.compile(r"(?:^|[\[\s:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?)\b"
+                   r"|\b\d{4}-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d(?:[.,]\d+)?)\b")
 STACK_THREAD = re.compile(r'\((idle|active|active\+gil|gil)\)(?:: "([^"]*)")?')
 STACK_DEPTH = 256  # lines below a thread's header that can still be its frames
 FRAGMENT_GAP = 3  # collective frames this close, with no header, are one stack (broadcast_object_list's broadcast)
@@ -159,6 +163,8 @@ class Facts:
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
     vanished_nodes: set = dataclasses.field(default_factory=set)  # nodes none of whose ranks wrote a line (diagnose fills it)
+    # node 0, the store's host, wrote its first line only after another node gave up dialing it (diagnose fills it)
+    store_host_late: bool = False
     quiet_ranks: set = dataclasses.field(default_factory=set)  # ranks whose own files hold output, no error (diagnose fills it)
     timed_out: dict = dataclasses.field(default_factory=dict)  # rank -> its node (None: unknown), for collective timeouts
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
@@ -185,6 +191,21 @@ class Facts:
         if len(set(enqueued.values())) > 1:
             return "ranks have enqueued different numbers of collectives"
         return ""
+
+
+def stamp_of(text: str) -> tuple | None:
+    """(month, day, seconds into the day) of the first time stamp in `text`, or None."""
+    match = STAMP.search(text)
+    if not match:
+        return None
+    month, day, hours, minutes, seconds = (group for group in match.groups() if group is not None)
+    return int(month), int(day), int(hours) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
+
+
+def first_stamp(text: str) -> tuple | None:
+    """(stamp_of the first stamped line, its line number) in `text`, or None."""
+    match = STAMP.search(text)
+    return (stamp_of(match[0]), text.count("\n", 0, match.start()) + 1) if match else None
 
 
 def _first_group(match) -> str:

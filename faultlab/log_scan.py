@@ -24,12 +24,13 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from . import pasted, userfiles
+from . import log_facts, pasted, userfiles
 from .errors import BadInput
 from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
 BLOCK_BYTES = 4 << 20
 BINARY_SNIFF_BYTES = 4096
+STAMP_REACH = 64 << 10  # where a file's first time stamp is looked for
 SOURCE_SUFFIXES = (".py",)
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting processes costs more than it saves
 MAX_WORKERS = 16
@@ -106,6 +107,8 @@ class _FileScan:
     note: str | None
     size: int  # bytes read: 0 for a file with no text
     place: JobPlace = JobPlace()
+    first_stamp: tuple | None = None  # (when, line number) of its first stamped line (log_facts.first_stamp)
+    path: str = ""
 
 
 def _scan_file(path: str, place: JobPlace) -> _FileScan:
@@ -131,6 +134,7 @@ def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
     # The first block is as large as the others: a paste, wrapped lines and all, is read whole.
     carry, block, size = b"", head + stream.read(BLOCK_BYTES - len(head)), 0
     state = _BlockState(path, place, may_be_paste=len(block) <= pasted.PASTE_BYTES)
+    first_stamp = log_facts.first_stamp(block[:STAMP_REACH].decode("utf-8", "replace"))
     while block:
         size += len(block)
         data = carry + block
@@ -141,7 +145,7 @@ def scan_stream(stream, path: str, place: JobPlace = JobPlace()) -> _FileScan:
         cut = data.rfind(b"\n") + 1
         complete, carry = (data[:cut], data[cut:]) if cut else (b"", data)
         state.scan(complete)
-    return _FileScan(state.evidence, state.errors, None, size, place)
+    return _FileScan(state.evidence, state.errors, None, size, place, first_stamp, path)
 
 
 class _Utf16AsUtf8:

@@ -518,3 +518,27 @@ def test_a_trace_through_set_device_that_ends_in_another_error_is_read_by_that_e
     assert _diagnose(tmp_path, trace + "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n"
                      ).answers()[0] == "missing-set-device"
     assert _diagnose(tmp_path, trace).answers()[0] == "too-few-gpus"
+
+
+def test_a_store_host_that_wrote_nothing_until_the_others_gave_up_came_up_late(tmp_path):
+    """Each node's log: node 0 (the store's host) said its first word only after node 1 had given up
+    dialing its store. Started in time, its store would have been there; the clocks tell which node was late."""
+    timed_out = ("[E1203 09:43:{:02d}.311403410 socket.cpp:1028] [c10d] The client socket has timed out after 5000ms "
+                 "while trying to connect to (172.31.213.1, 29500).\n")
+    node0_first = "[W1203 09:43:{:02d}.556775962 socket.cpp:207] [c10d] The hostname of the client socket cannot be retrieved. err=-3\n"
+    for node0_at, late in ((51, True), (30, False)):
+        run = tmp_path / str(node0_at)
+        run.mkdir()
+        (run / "node1.launcher.log").write_text(timed_out.format(40) + timed_out.format(47))
+        (run / "node0.launcher.log").write_text(node0_first.format(node0_at) + "Traceback (most recent call last):\n")
+        found = diagnose.diagnose([run])
+        assert (found.answers()[0] == "late-store-host") is late, found.answers()
+        assert (found.culprit_node == 0) is late, (found.culprit_node, found.culprit_reason)
+    # A store host whose first stamped word is that it waited 30 s for clients was up before node 1 gave up.
+    waited = tmp_path / "waited"
+    waited.mkdir()
+    (waited / "node1.launcher.log").write_text(timed_out.format(40) + timed_out.format(47))
+    (waited / "node0.launcher.log").write_text(
+        "[E1203 09:43:55.000000000 TCPStore.cpp:120] torch.distributed.DistStoreError: Timed out after 30 seconds "
+        "waiting for clients. 1/2 clients joined.\n")
+    assert diagnose.diagnose([waited]).answers()[0] != "late-store-host"
