@@ -25,6 +25,7 @@ from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
 STDIN = "-"
 OWN_TRACEBACK = "own-traceback-among-waiters"  # a reading diagnose derives, not a line's signature
+UNEVEN_NODES = "nodes-ran-different-numbers-of-ranks"  # another
 CLIENTS_WAIT = re.compile(r"Timed out after (\d+) seconds waiting for clients")
 
 
@@ -138,12 +139,20 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     facts.quiet_ranks = set(silent) & {scan.place.rank for scan in scans if scan.size}
     facts.vanished_nodes = _vanished_nodes(scans)
     facts.store_host_late = _store_host_late(scans, evidence)
+    facts.ranks_per_node = _ranks_per_node(scans)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
         # A rank died of an error of its own that no cause of the catalog names (none at all, or a
         # failure outside it, such as a CUDA fault), while others waited on it.
         extra = (("rank-crash", 0.7, OWN_TRACEBACK),)
+    derived_why = ()
+    if len(set(facts.ranks_per_node.values())) > 1:
+        # Launchers of one job start as many workers on every node: one was given another --nproc_per_node.
+        extra += (("world-size-mismatch", 0.6, UNEVEN_NODES),)
+        counts = ", ".join(f"node {node} {count}" for node, count in sorted(facts.ranks_per_node.items()))
+        derived_why = (f"the nodes ran different numbers of ranks ({counts}): their launchers were given different "
+                       "--nproc_per_node, so the world is not the size meant",)
     ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
@@ -151,7 +160,7 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
         victims=victims, silent=silent, culprit=culprit,
-        culprit_node=culprit_node, culprit_reason=why, reasons=ranking.reasons, outside=ranking.outside,
+        culprit_node=culprit_node, culprit_reason=why, reasons=ranking.reasons + derived_why, outside=ranking.outside,
         error_lines=tuple(item for scan in scans for item in scan.error_lines)[:ERROR_LINES_KEPT] if not causes else (),
         next_check=_next_check(causes), notes=tuple(notes), files=inputs, bytes=sum(scan.size for scan in scans),
     )
@@ -182,6 +191,23 @@ def _store_host_late(scans, evidence) -> bool:
              if item.signature in cause_rules.STORE_DIAL_FAILURES and item.place.node not in (None, 0)]
     dials = [stamp for stamp in dials if stamp]
     return bool(ups) and bool(dials) and max(dials) < min(ups)
+
+
+def _ranks_per_node(scans) -> dict[int, int]:
+    """How many ranks have files of their own on each node of a run directory; nothing where a rank is missing
+    among them (a gap in the local or the global ranks: one rank absent, not a node with fewer)."""
+    local_ranks, global_ranks = collections.defaultdict(set), set()
+    for scan in scans:
+        place = scan.place
+        if place.node is not None and place.local_rank is not None:
+            local_ranks[place.node].add(place.local_rank)
+        if place.node is not None and place.rank is not None:
+            global_ranks.add(place.rank)
+    if global_ranks and global_ranks != set(range(len(global_ranks))):
+        return {}
+    if any(local != set(range(len(local))) for local in local_ranks.values()):
+        return {}
+    return {node: len(local) for node, local in local_ranks.items()}
 
 
 def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -254,6 +280,11 @@ def _culprit_node(evidence, facts) -> tuple[int | None, str]:
         return node, f"no rank of node {node} wrote a line while the other nodes' ranks did: the node went away"
     if facts.store_host_late:
         return 0, "node 0, the store's host, wrote its first line only after the others had given up dialing it"
+    counts = sorted(facts.ranks_per_node.values())
+    if len(counts) >= 2 and counts[0] < counts[1]:
+        node = min(facts.ranks_per_node, key=facts.ranks_per_node.get)
+        return node, (f"node {node} ran {counts[0]} rank(s) where another ran {counts[-1]}: its launcher was given "
+                      "fewer processes per node")
     nodes = {item.place.node for item in evidence
              if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)}
     nodes.discard(None)

@@ -165,6 +165,7 @@ class Facts:
     vanished_nodes: set = dataclasses.field(default_factory=set)  # nodes none of whose ranks wrote a line (diagnose fills it)
     # node 0, the store's host, wrote its first line only after another node gave up dialing it (diagnose fills it)
     store_host_late: bool = False
+    ranks_per_node: dict = dataclasses.field(default_factory=dict)  # node -> ranks with files there (diagnose fills it)
     quiet_ranks: set = dataclasses.field(default_factory=set)  # ranks whose own files hold output, no error (diagnose fills it)
     timed_out: dict = dataclasses.field(default_factory=dict)  # rank -> its node (None: unknown), for collective timeouts
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)

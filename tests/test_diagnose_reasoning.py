@@ -542,3 +542,16 @@ def test_a_store_host_that_wrote_nothing_until_the_others_gave_up_came_up_late(t
         "[E1203 09:43:55.000000000 TCPStore.cpp:120] torch.distributed.DistStoreError: Timed out after 30 seconds "
         "waiting for clients. 1/2 clients joined.\n")
     assert diagnose.diagnose([waited]).answers()[0] != "late-store-host"
+
+
+def test_nodes_that_ran_different_numbers_of_ranks_disagree_on_the_job(tmp_path):
+    """A run directory whose nodes hold different numbers of ranks' files: one node's launcher was given
+    another --nproc_per_node. The job may even finish, on a world of another size than meant."""
+    run = tmp_path / "run"
+    (run / "ranks").mkdir(parents=True)
+    for node, local, rank in ((0, 0, 0), (0, 1, 1), (1, 0, 2)):
+        (run / "ranks" / f"node{node}-local{local}-rank{rank}.stdout").write_text(f"Rank {rank}: 3.0\n")
+    found = diagnose.diagnose([run])
+    assert found.answers()[0] == "world-size-mismatch" and found.culprit_node == 1, (found.answers(), found.culprit_node)
+    (run / "ranks" / "node1-local1-rank3.stdout").write_text("Rank 3: 4.0\n")
+    assert "world-size-mismatch" not in diagnose.diagnose([run]).answers()
