@@ -22,7 +22,8 @@ import dataclasses
 import math
 from typing import Callable
 
-from .log_facts import Facts, main_thread_waits_apart, stacks_in_different_collectives
+from .log_facts import Facts
+from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
@@ -181,9 +182,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.launcher_signals,
     "a main thread waits outside every collective while others wait in one": lambda f, s: (
-        main_thread_waits_apart(f) and any(stack.in_collective for stack in f.stacks)),
-    "a main thread waits outside every collective": lambda f, s: main_thread_waits_apart(f),
-    "stacks wait in different collectives": lambda f, s: stacks_in_different_collectives(f),
+        main_thread_waits_apart(f.stacks) and any(stack.in_collective for stack in f.stacks)),
+    "a main thread waits outside every collective": lambda f, s: main_thread_waits_apart(f.stacks),
+    "stacks wait in different collectives": lambda f, s: in_different_collectives(f.stacks),
     "other nodes got through to a store": lambda f, s: bool(
         {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
 }

@@ -9,7 +9,8 @@ warnings, torn-down workers, victims' watchdog lines), or context that only carr
 (device counts, interfaces, node counts) for diagnose's rules. Patterns are written from
 real torch/gloo/NCCL/DeepSpeed/accelerate output and tolerate neighbouring versions.
 This module holds the signatures of ports, addresses and transports; signatures_job.py
-those of the job's own setup, its devices and processes; symptoms.py matches them all.
+those of the job's own setup, its devices and processes; signatures_context.py py-spy's stacks
+and context lines; symptoms.py matches them all.
 """
 
 from __future__ import annotations
@@ -96,8 +97,10 @@ NETWORK: tuple[Signature, ...] = (
     S("client-connect-timeout", "Client timed out connecting to the store",
       # the line may end at the duration, where a wrap or a paste cut it
       r"client socket has timed out after \d+m?s(?:\s+w|\s*$)|connect\(\) timed out\."
-      # torch >= 2.4's retry line, which names the host; oneCCL's key-value store (Intel GPUs)
-      r"|TCP client failed to connect/validate to host \S+ - timed out|kvs_init: connection time \(\d+\) >= limit",
+      # torch >= 2.4's retry line, which names the host, where the connect itself timed out; oneCCL's key-value
+      # store (Intel GPUs)
+      r"|TCP client failed to connect/validate to host \S+ - timed out \([^)]{0,100}\): Connection timed"
+      r"|kvs_init: connection time \(\d+\) >= limit",
       "culprit", "This process dialed host:port and no store answered there before the deadline: packets dropped on "
       "the way, no such host, or a host up where nothing listened yet (torch retries refusals until it gives up): "
       "a store host that came up too late, or the wrong port.",

@@ -1,6 +1,7 @@
-"""The signatures of the job's own setup, its devices, its processes, and context lines.
+"""The signatures of the job's own setup, its devices and its processes.
 
-What a signature is, and the network half of the catalog: signatures.py.
+What a signature is, and the network half of the catalog: signatures.py; py-spy's stacks and the
+context lines that only carry facts: signatures_context.py.
 """
 
 from __future__ import annotations
@@ -46,12 +47,13 @@ JOB: tuple[Signature, ...] = (
                 "Not enough available modules", "cannot be larger than the device count"),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
     # Every public trace in the development set that had gone into set_device failed on the device index; a
-    # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there.
+    # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there. For
+    # pastes cut short only: a recording keeps the whole trace.
     S("set-device-in-trace", "A traceback that went into torch's set_device",
       r"torch[/\\]cuda[/\\]__init__\.py\", line \d+, in set_device\b", "culprit",
       "The trace went into torch.cuda.set_device: where it was cut before its error line, the device index the "
       "process asked for is the likeliest failure.",
-      literals=(", in set_device",), suggests=("too-few-gpus", "rank-as-device-id"), family="device-index",
+      (), literals=(", in set_device",), suggests=("too-few-gpus", "rank-as-device-id"), family="device-index",
       effect="side", specificity=0.6),
     S("duplicate-device-ids", "The trainer was given one GPU twice",
       r"Device ID's \(GPU\) must be unique", "culprit",
@@ -413,75 +415,4 @@ JOB: tuple[Signature, ...] = (
       r"^(?:\[rank\d+\]: )?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): ", "neutral",
       "The last line of a traceback: the error as Python raised it.", ("rank",), literals=("Error: ", "Exception: "),
       family="exit"),
-    # py-spy's dumps of hung ranks: read as stacks (a thread's header, then its frames, innermost first),
-    # so the one main thread that waits outside every collective stands out (log_facts.read_stacks).
-    S("stack-idle-main-thread", "py-spy's dump of an idle main thread",
-      r'^\s*Thread (?:0x)?[0-9A-Fa-f]+ \(idle\): "MainThread"', "neutral",
-      "A py-spy dump: someone looked into a hang. A main thread that is idle outside every collective (waiting "
-      "for its data, a lock, a queue) while the others wait in one is the rank that holds them all.", (),
-      literals=(' (idle): "MainThread"',), suggests=("frozen-rank", "straggler-rank"), family="stacks",
-      specificity=0.2, keep=256),
-    S("stack-in-collective", "A py-spy frame inside a collective",
-      r"^\s*\w+ \((?:\S*/)?distributed_c10d\.py:\d+\)", "neutral",
-      "The thread above it is inside a torch.distributed call; stacks that wait in different collectives "
-      "took different paths.", (), literals=("distributed_c10d.py:",), family="stacks", keep=256),
-    # -- context: lines that carry facts for diagnose's rules, no cause of their own ----------------
-    S("ctx-worker-exit", "A worker's exit code as the launcher saw it",
-      r"failed \(exitcode: -?\d+\) local_rank: \d+|exitcode\s*:\s*-?\d+ \(pid|rank\s*:\s*\d+ \(local_rank: \d+\)",
-      "neutral", "Exit code, local rank and pid of the worker that failed first.", (),
-      literals=("failed (exitcode:", "(local_rank:", "exitcode  :"), effect="context", keep=16),
-    S("ctx-set-device", "The call that picks this process's GPU", r"set_device\(", "neutral",
-      "Which variable chooses the device: rank, local_rank, or something else.", (), literals=("set_device(",),
-      effect="context"),
-    S("ctx-devices", "Device counts and indices",
-      r"[Dd]evice [Cc]ount:? ?\d+|device_count\(\)\s*[=:]\s*\d+|CUDA_VISIBLE_DEVICES(?:=\S+|: \[)|VISIBLE GPUS: \d|cuda:\d+"
-      r"|type='cuda', index=\d+|[Ss]et(?:ting)? device to \d+|cudaDev \d+", "neutral",
-      "How many devices a process sees, and which index it asked for.", (),
-      literals=("evice Count", "evice count", "device_count()", "CUDA_VISIBLE_DEVICES", "VISIBLE GPUS: ", "cuda:",
-                "type='cuda', index=",
-                "device to ", "cudaDev "), effect="context"),
-    S("ctx-topology", "Node, process and world counts",
-      r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
-      r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+|num_nodes[= ]\d+|Running on the following workers: "
-      r"|Multi-processing is handled by Slurm",
-      "neutral", "How many nodes and ranks the job has.", (),
-      literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: ", "num_nodes",
-                "Running on the following workers: ", "Multi-processing is handled by Slurm"),
-      effect="context"),
-    S("ctx-rank-announced", "A process announces its global rank and the size of the world",
-      r"GLOBAL_RANK: \d+, MEMBER: \d+/\d+", "neutral",
-      "Lightning's processes each say which member of the world they are: the ranks that never said so never "
-      "started.", (), literals=("GLOBAL_RANK: ",), effect="context", keep=64),
-    S("ctx-interfaces", "The socket interfaces NCCL chose",
-      r"NET/Socket ?: ?Using|Bootstrap ?: ?Using|^\s*\[\d+\](?:br-|veth|docker|virbr|cni|flannel)", "neutral",
-      "Which interfaces NCCL will use: docker bridges and veths beside the real NIC are a classic trap.", (),
-      literals=("NET/Socket : Using", "Bootstrap : Using", "]br-", "]veth", "]docker", "]virbr", "]cni", "]flannel"),
-      effect="context", keep=24),
-    S("ctx-shm", "Lines that name /dev/shm or its size", r"/dev/shm|--shm-size|shm_size|--ipc[= ]host", "neutral",
-      "A path under /dev/shm or a container's shm size: which file system a full-disk error is about.", (),
-      literals=("/dev/shm", "shm-size", "shm_size", "ipc=host", "ipc host"), effect="context"),
-    S("ctx-work-progress", "Where each rank's collectives stand",
-      r"last enqueued (?:NCCL )?work: \d+, last completed (?:NCCL )?work: \d+", "neutral",
-      "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
-      literals=("last enqueued",), effect="context"),
-    S("ctx-stack-thread", "A thread's header in a py-spy dump",
-      r'^\s*Thread (?:0x)?[0-9A-Fa-f]+ \((?:idle|active|active\+gil|gil)\)(?:: "[^"]{0,100}")?\s*$', "neutral",
-      "Where one thread's stack begins: its frames follow, innermost first (py-spy leaves out a name it cannot read).",
-      (), literals=(" (idle)", " (active)", " (active+gil)", " (gil)"), effect="context", keep=256),
-    S("ctx-stack-waiting-frame", "A py-spy frame waiting on a lock, a queue or a data loader",
-      r"^\s*\w+ \((?:\S*/)?(?:threading|queue|selectors|multiprocessing/connection|multiprocessing/queues"
-      r"|torch/utils/data/dataloader)\.py:\d+\)", "neutral",
-      "The thread above it waits in Python for something other than its peers.", (),
-      literals=("threading.py:", "queue.py:", "queues.py:", "selectors.py:", "connection.py:", "dataloader.py:"),
-      effect="context", keep=256),
-    S("ctx-stack-helper-frame", "A py-spy frame of a process that is not a rank",
-      r"^\s*(?:join|start_processes|spawn) \(\S*torch/multiprocessing/spawn\.py:\d+\)"
-      r"|^\s*_worker_loop \(\S*torch/utils/data/_utils/worker\.py:\d+\)"
-      r"|^\s*\w+ \(\S*torch/distributed/elastic/agent/\S*\.py:\d+\)", "neutral",
-      "The stack above it is mp.spawn's parent, a DataLoader worker or torchrun's agent: it waits by design.", (),
-      literals=("multiprocessing/spawn.py:", "data/_utils/worker.py:", "distributed/elastic/agent/"),
-      effect="context", keep=256),
-    S("ctx-nccl-init-complete", "NCCL finished creating a communicator", r"Init COMPLETE", "neutral",
-      "The ranks connected: a peer lost after this is lost mid-job, not a bootstrap that never connected.", (),
-      literals=("Init COMPLETE",), effect="context", keep=1),
 )
