@@ -30,9 +30,11 @@ CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a vic
 SIDE_WEIGHT = 0.2  # a side effect's say, once a primary sign is there
 PRIOR_DECAY = 0.7  # each next suggested cause weighs 0.7 as much as the one before
 OUTSIDE_STRENGTH = 0.8  # how much a known out-of-catalog failure says "not in the catalog"
-# A node's failed dials of the store (MASTER_ADDR:MASTER_PORT, node 0's).
+# A node's failed dials of the store (MASTER_ADDR:MASTER_PORT, node 0's), retries among them; and those
+# after which the dialer gave up, its retries spent.
 STORE_DIAL_FAILURES = ("client-connect-timeout", "client-connect-failed", "store-not-listening-yet",
                        "rendezvous-connect-failed", "connection-refused")
+STORE_DIALS_GIVEN_UP = ("client-connect-timeout", "rendezvous-connect-failed")
 # What a launcher stopped from outside prints of itself: its signal, the workers it then tears down,
 # the exception the signal raises in it.
 STOPPED_FROM_OUTSIDE = frozenset({"launcher-signalled", "worker-torn-down", "python-exception"})
@@ -104,23 +106,31 @@ def _shm_named(facts: Facts, present: set) -> bool:
 
 
 def _more_ranks_than_devices(facts: Facts) -> bool:
-    # Ranks that announced themselves in one launch's output share its node; srun's output gathers every node's.
-    announced = len(facts.announced_ranks) if (facts.nodes or 1) == 1 and not facts.slurm_tasks else 0
-    ranks = facts.per_node or announced or (max(facts.duplicate_ranks) + 1 if facts.duplicate_ranks else 0)
+    ranks = facts.per_node or _announced_on_one_node(facts) or (
+        max(facts.duplicate_ranks) + 1 if facts.duplicate_ranks else 0)
     return facts.visible_devices is not None and ranks > facts.visible_devices
+
+
+def _announced_on_one_node(facts: Facts) -> int:
+    """The most ranks that announced themselves on one node (one launch's output shares its node); none where
+    srun's output gathers every node's into one."""
+    if facts.slurm_tasks:
+        return 0
+    return max(collections.Counter(node for node, _ in facts.announced_ranks).values(), default=0)
 
 
 def _physical_ids_may_be_the_index(facts: Facts) -> bool:
     """CUDA_VISIBLE_DEVICES names physical ids without device 0 (6,7), and no index asked for is known to be
     other than one of them: the index may have been taken from those ids."""
     asked = {index for indices in facts.device_requests.values() for index in indices}
-    return bool(facts.visible_ids) and 0 not in facts.visible_ids and asked <= set(facts.visible_ids)
+    return (bool(facts.visible_ids) and 0 not in facts.visible_ids and asked <= set(facts.visible_ids)
+            and not _more_ranks_than_devices(facts))
 
 
 def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
     """SLURM was to start the processes, yet only the first said it started, and nothing failed: the batch
     script ran python once itself instead of through srun (one task of the world)."""
-    return (facts.slurm_tasks and facts.announced_ranks == {0} and (facts.world_size or 1) > 1
+    return (facts.slurm_tasks and {rank for _, rank in facts.announced_ranks} == {0} and (facts.world_size or 1) > 1
             and not _culprit_sign(present))
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
 from pathlib import Path
 
 from . import cause_rules
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
-from .log_facts import read_facts, stamp_of, untouched_pid
+from .log_facts import read_facts, stamp_of, untouched_pid, waited_seconds
 from .log_scan import ERROR_LINES_KEPT, Evidence, job_places, log_files, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
@@ -26,7 +25,7 @@ NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalo
 STDIN = "-"
 OWN_TRACEBACK = "own-traceback-among-waiters"  # a reading diagnose derives, not a line's signature
 UNEVEN_NODES = "nodes-ran-different-numbers-of-ranks"  # another
-CLIENTS_WAIT = re.compile(r"Timed out after (\d+) seconds waiting for clients")
+HALF_A_YEAR_S = 183 * 86400  # time stamps further apart than this may straddle a new year, which glog does not print
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +138,7 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     facts.quiet_ranks = set(silent) & {scan.place.rank for scan in scans if scan.size}
     facts.vanished_nodes = _vanished_nodes(scans)
     facts.store_host_late = _store_host_late(scans, evidence)
-    facts.ranks_per_node = _ranks_per_node(scans)
+    facts.ranks_per_node = _ranks_per_node(scans, facts.world_size)
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):
@@ -176,26 +175,33 @@ def _vanished_nodes(scans) -> set[int]:
 
 
 def _store_host_late(scans, evidence) -> bool:
-    """Node 0, the store's host, was up only after another node had given up dialing its store. Its first
-    stamped line says when it was up, unless that line came once its store had waited for clients: the store
-    was up that wait earlier."""
+    """Node 0, the store's host, came up only after another node had given up dialing its store: the last
+    stamped line of every node that gave up is older than node 0's first. A first line that reports a wait
+    puts node 0's start that wait earlier; a wait whose length it does not say, or clocks a new year apart,
+    decide nothing."""
     ups = []
     for scan in scans:
         if scan.place.node != 0 or not scan.first_stamp:
             continue
-        (month, day, seconds), line_number = scan.first_stamp
-        waits = [CLIENTS_WAIT.search(item.line) for item in evidence if item.path == scan.path
-                 and item.signature == "rendezvous-clients-timeout" and item.line_number <= line_number]
-        ups.append((month, day, seconds - max((int(wait[1]) for wait in waits if wait), default=0)))
-    dials = [stamp_of(item.line) for item in evidence
-             if item.signature in cause_rules.STORE_DIAL_FAILURES and item.place.node not in (None, 0)]
-    dials = [stamp for stamp in dials if stamp]
-    return bool(ups) and bool(dials) and max(dials) < min(ups)
+        stamp, line_number = scan.first_stamp
+        waits = [waited_seconds(item.line) for item in evidence if item.path == scan.path
+                 and item.line_number <= line_number and SIGNATURES_BY_ID[item.signature].role == "victim"]
+        if None in waits:
+            return False
+        ups.append(stamp - max(waits, default=0))
+    gave_up = {item.place.node for item in evidence
+               if item.signature in cause_rules.STORE_DIALS_GIVEN_UP and item.place.node not in (None, 0)}
+    last_seen = [stamp for stamp in (stamp_of(item.line) for item in evidence if item.place.node in gave_up)
+                 if stamp is not None]
+    if not ups or not last_seen or max(ups + last_seen) - min(ups + last_seen) > HALF_A_YEAR_S:
+        return False
+    return max(last_seen) < min(ups)
 
 
-def _ranks_per_node(scans) -> dict[int, int]:
+def _ranks_per_node(scans, world_size: int | None) -> dict[int, int]:
     """How many ranks have files of their own on each node of a run directory; nothing where a rank is missing
-    among them (a gap in the local or the global ranks: one rank absent, not a node with fewer)."""
+    among them (a gap in the local or the global ranks, or fewer files than the world size said: one rank
+    absent, not a node with fewer)."""
     local_ranks, global_ranks = collections.defaultdict(set), set()
     for scan in scans:
         place = scan.place
@@ -207,7 +213,21 @@ def _ranks_per_node(scans) -> dict[int, int]:
         return {}
     if any(local != set(range(len(local))) for local in local_ranks.values()):
         return {}
+    if world_size and world_size != sum(len(local) for local in local_ranks.values()):
+        return {}
     return {node: len(local) for node, local in local_ranks.items()}
+
+
+def _odd_node(ranks_per_node: dict[int, int]) -> int | None:
+    """The node whose number of ranks differs from the others'; of two, the one with fewer (a forgotten
+    --nproc_per_node leaves the default, 1)."""
+    tally = collections.Counter(ranks_per_node.values())
+    if len(tally) < 2:
+        return None
+    count, times = tally.most_common(1)[0]
+    odd = [node for node, ranks in ranks_per_node.items() if ranks != count] if times > 1 else [
+        node for node, ranks in ranks_per_node.items() if ranks == min(ranks_per_node.values())]
+    return odd[0] if len(odd) == 1 else None
 
 
 def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -280,11 +300,11 @@ def _culprit_node(evidence, facts) -> tuple[int | None, str]:
         return node, f"no rank of node {node} wrote a line while the other nodes' ranks did: the node went away"
     if facts.store_host_late:
         return 0, "node 0, the store's host, wrote its first line only after the others had given up dialing it"
-    counts = sorted(facts.ranks_per_node.values())
-    if len(counts) >= 2 and counts[0] < counts[1]:
-        node = min(facts.ranks_per_node, key=facts.ranks_per_node.get)
-        return node, (f"node {node} ran {counts[0]} rank(s) where another ran {counts[-1]}: its launcher was given "
-                      "fewer processes per node")
+    node = _odd_node(facts.ranks_per_node)
+    if node is not None:
+        others = sorted({ranks for other, ranks in facts.ranks_per_node.items() if other != node})
+        return node, (f"node {node} ran {facts.ranks_per_node[node]} rank(s) where the others ran "
+                      f"{', '.join(map(str, others))}: its launcher was given another --nproc_per_node")
     nodes = {item.place.node for item in evidence
              if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)}
     nodes.discard(None)

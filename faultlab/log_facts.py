@@ -73,6 +73,8 @@ IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
 # year is left out, as glog prints none.
 STAMP = re.compile(r"(?:^|[\[\s:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?)\b"
                    r"|\b\d{4}-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d(?:[.,]\d+)?)\b")
+# How long a waiting line says it waited: a store's wait for clients, workers or keys, a socket's, a collective's.
+WAITED = re.compile(r"after (\d+) ?(ms|s|seconds)\b|ran for (\d+) (milliseconds)|Timeout\(ms\)=(\d+)()")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +109,7 @@ class Address:
 class Facts:
     nodes: int | None = None
     slurm_tasks: bool = False  # a trainer said SLURM starts its processes (srun's tasks)
-    announced_ranks: set = dataclasses.field(default_factory=set)  # global ranks that said they started
+    announced_ranks: set = dataclasses.field(default_factory=set)  # (node, global rank) of processes that said they started
     per_node: int | None = None
     world_size: int | None = None
     visible_devices: int | None = None
@@ -162,19 +164,30 @@ class Facts:
         return ""
 
 
-def stamp_of(text: str) -> tuple | None:
-    """(month, day, seconds into the day) of the first time stamp in `text`, or None."""
+def stamp_of(text: str) -> float | None:
+    """When the first time stamp in `text` was written, in seconds from an origin that leaves out the year
+    (glog prints none) and counts every month as 31 days: comparable within a few months, not across a
+    new year. None without a stamp."""
     match = STAMP.search(text)
     if not match:
         return None
     month, day, hours, minutes, seconds = (group for group in match.groups() if group is not None)
-    return int(month), int(day), int(hours) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
+    return ((int(month) * 31 + int(day)) * 24 + int(hours)) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
 
 
-def first_stamp(text: str) -> tuple | None:
+def first_stamp(text: str) -> tuple[float, int] | None:
     """(stamp_of the first stamped line, its line number) in `text`, or None."""
     match = STAMP.search(text)
     return (stamp_of(match[0]), text.count("\n", 0, match.start()) + 1) if match else None
+
+
+def waited_seconds(line: str) -> float | None:
+    """How long a waiting line says it waited, or None where it does not say."""
+    match = WAITED.search(line)
+    if not match:
+        return None
+    number, unit = (group for group in match.groups() if group is not None)  # Timeout(ms)= has an empty unit
+    return int(number) / (1 if unit in ("s", "seconds") else 1000)
 
 
 def _first_group(match) -> str:
@@ -192,7 +205,7 @@ def _read_devices(facts: Facts, rank, line: str) -> None:
         facts.visible_devices = _first_int(count)
     visible = VISIBLE_DEVICES.search(line)
     if visible:
-        facts.visible_ids = tuple(int(d) for d in _first_group(visible).split(",") if d.strip())
+        facts.visible_ids = tuple(int(d) for d in re.findall(r"\d+", _first_group(visible)))
         facts.visible_devices = len(facts.visible_ids)
     for match in DEVICE_INDEX.finditer(line):
         facts.device_requests.setdefault(rank, set()).add(_first_int(match))
@@ -209,12 +222,12 @@ def _device_choice(argument: str) -> str:
     return "rank" if GLOBAL_RANK_WORD.search(argument) else ""
 
 
-def _read_topology(facts: Facts, line: str) -> None:
+def _read_topology(facts: Facts, line: str, node: int | None) -> None:
     for pattern, field in ((NODES, "nodes"), (PER_NODE, "per_node"), (WORLD, "world_size")):
         match = pattern.search(line)
         if match:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
-    facts.announced_ranks.update(int(rank) for rank in ANNOUNCED_RANK.findall(line))
+    facts.announced_ranks.update((node, int(rank)) for rank in ANNOUNCED_RANK.findall(line))
     facts.slurm_tasks = facts.slurm_tasks or "Multi-processing is handled by Slurm" in line
     hosts = WORKER_HOSTS.search(line)
     if hosts:
@@ -312,7 +325,7 @@ def read_facts(evidence) -> Facts:
         if "duplicates" in readers:
             facts.duplicate_ranks.update(int(r) for pair in DUPLICATE.findall(line) for r in pair)
         if "topology" in readers:
-            _read_topology(facts, line)
+            _read_topology(facts, line, item.place.node)
         if "interfaces" in readers:
             names = [name for pair in INTERFACE.findall(line) for name in pair if name]
             facts.interfaces += [name for name in names if name not in facts.interfaces]

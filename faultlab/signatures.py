@@ -69,13 +69,13 @@ NETWORK: tuple[Signature, ...] = (
       r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b"
       # HCCL (Ascend NPUs): EJ0003, and its listen failure that asks whether another process holds the port
       r"|The IP address and port have been bound already|whether the port is being used by other process"
-      # torch elastic's store, retrying a port it found taken
-      r"|port: \d+ already in use, attempt",
+      # torch elastic's store, once its retries of a taken port are spent
+      r"|on \S+, port: \d+ already in use",
       "culprit",
       "Something else already listens on MASTER_PORT on the master node.",
       literals=("address already in use", "Address already in use", "EADDRINUSE", "errno: 98",
                 "Only one usage of each socket address", "errno: 10048", "port have been bound already",
-                "port is being used by other process", "already in use, attempt"),
+                "port is being used by other process", "already in use"),
       suggests=("port-in-use", "duplicate-node-rank"), family="port-taken", specificity=0.9),
     S("server-bind-failed", "Store server failed to bind its port",
       # libuv's EADDRINUSE (-98) is address-in-use's; its other codes (EACCES -13 ...) only here

@@ -133,12 +133,11 @@ JOB: tuple[Signature, ...] = (
       literals=("environ['", 'environ["', "getenv(", "environ.get("), suggests=("no-launcher",),
       family="launcher-variable", effect="side", specificity=0.9),
     S("main-process-barrier", "A rank's trace stopped where ranks wait for the main process to finish alone",
-      r"main_process_first\(|torch_distributed_zero_first\(|wait_for_everyone\(\)"
-      r"|waiting for the main local process to perform", "victim",
+      r"main_process_first\(|torch_distributed_zero_first\(|wait_for_everyone\(\)", "victim",
       "transformers' main_process_first, accelerate's wait_for_everyone, YOLO's torch_distributed_zero_first: "
       "the other ranks wait in a barrier while rank 0 preprocesses or downloads; past the process group's "
       "timeout (30 minutes by default) they fail there. Rank 0 is slow, not broken.",
-      literals=("main_process_first(", "zero_first(", "wait_for_everyone()", "waiting for the main local process"),
+      literals=("main_process_first(", "zero_first(", "wait_for_everyone()"),
       suggests=("straggler-rank", "rank-crash"), family="waiting", specificity=0.6),
     S("default-group-missing", "A collective ran before any process group existed",
       r"Default process group (?:has not been|is not) initialized", "culprit",
@@ -151,13 +150,14 @@ JOB: tuple[Signature, ...] = (
     S("launcher-not-used", "The framework found no launcher around the script",
       r"parallel_mode != ParallelMode\.DISTRIBUTED\. In order to use Torch DDP, launch your script with"
       r"|The .srun. command is available on your system but is not used"
-      r"|^Distributed environment: (?:DistributedType\.)?NO\s*$", "neutral",
+      r"|(?:^|- )Distributed environment: (?:DistributedType\.)?NO\s*$", "neutral",
       "transformers found a process group its own arguments know nothing of; Lightning found srun unused inside a "
       "SLURM allocation; accelerate's state printout says one process and no distributed set-up: the script was "
-      "started with plain python where a launcher (torchrun, srun, accelerate launch) was meant to start it.",
+      "started with plain python where a launcher (torchrun, srun, accelerate launch) was meant to start it. "
+      "Runs meant for one process print these too, so alone they leave 'not in the catalog' first.",
       literals=("In order to use Torch DDP, launch your script with", "is available on your system but is not used",
                 "Distributed environment: "),
-      suggests=("no-launcher",), family="launcher-variable", specificity=0.6),
+      suggests=("no-launcher",), family="launcher-variable", specificity=0.45),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "

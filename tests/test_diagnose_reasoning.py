@@ -555,3 +555,11 @@ def test_nodes_that_ran_different_numbers_of_ranks_disagree_on_the_job(tmp_path)
     assert found.answers()[0] == "world-size-mismatch" and found.culprit_node == 1, (found.answers(), found.culprit_node)
     (run / "ranks" / "node1-local1-rank3.stdout").write_text("Rank 3: 4.0\n")
     assert "world-size-mismatch" not in diagnose.diagnose([run]).answers()
+    # Of three nodes, the one whose count differs from the other two's, more or fewer.
+    three = tmp_path / "three"
+    (three / "ranks").mkdir(parents=True)
+    for node, locals_ in ((0, 2), (1, 2), (2, 3)):
+        for local in range(locals_):
+            (three / "ranks" / f"node{node}-local{local}.stdout").write_text("Rank: 7.0\n")
+    found = diagnose.diagnose([three])
+    assert found.answers()[0] == "world-size-mismatch" and found.culprit_node == 2, (found.answers(), found.culprit_node)
