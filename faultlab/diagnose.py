@@ -25,6 +25,9 @@ NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalo
 STDIN = "-"
 OWN_TRACEBACK = "own-traceback-among-waiters"  # a reading diagnose derives, not a line's signature
 UNEVEN_NODES = "nodes-ran-different-numbers-of-ranks"  # another
+# Causes that lie with the store's host (node 0) when the other nodes fail to reach its store: its firewall,
+# its late start or its loss, another job's store on its port.
+STORE_HOST_CAUSES = frozenset({"firewall", "late-store-host", "store-host-lost", "shared-master-port"})
 HALF_A_YEAR_S = 183 * 86400  # time stamps further apart than this may straddle a new year, which glog does not print
 
 
@@ -155,7 +158,8 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
-    culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, scans)
+    culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, scans,
+                                               causes[0].cause if causes else None)
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
         victims=victims, silent=silent, culprit=culprit,
@@ -244,7 +248,8 @@ def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ..
     return culprits, victims
 
 
-def _name_culprit(culprits, victims, silent, facts, evidence, scans) -> tuple[int | None, int | None, str]:
+def _name_culprit(culprits, victims, silent, facts, evidence, scans,
+                  first_cause: str | None) -> tuple[int | None, int | None, str]:
     """The one rank at fault, where the log singles one out, its node, and how it was told.
 
     In order: the only rank with an error of its own; the rank whose store key the waiting
@@ -259,7 +264,7 @@ def _name_culprit(culprits, victims, silent, facts, evidence, scans) -> tuple[in
     else:
         rank, why = _culprit_by_absence(victims, silent, facts)
     if rank is None:
-        return None, *_culprit_node(evidence, facts)
+        return None, *_culprit_node(evidence, facts, first_cause)
     nodes = ({item.place.node for item in evidence if item.rank == rank}
              | {scan.place.node for scan in scans if scan.place.rank == rank}) - {None}
     node = nodes.pop() if len(nodes) == 1 else None
@@ -292,7 +297,7 @@ def _missing_ranks(victims, facts) -> list[int]:
     return sorted(set(range(facts.world_size or max(victims) + 1)) - set(victims))
 
 
-def _culprit_node(evidence, facts) -> tuple[int | None, str]:
+def _culprit_node(evidence, facts, first_cause: str | None) -> tuple[int | None, str]:
     """With no rank singled out: the one node whose logs show an error of its own, if only one does;
     else the one node none of whose ranks wrote a line while the others did."""
     if len(facts.vanished_nodes) == 1:
@@ -300,6 +305,10 @@ def _culprit_node(evidence, facts) -> tuple[int | None, str]:
         return node, f"no rank of node {node} wrote a line while the other nodes' ranks did: the node went away"
     if facts.store_host_late:
         return 0, "node 0, the store's host, wrote its first line only after the others had given up dialing it"
+    if first_cause in STORE_HOST_CAUSES and any(item.signature in cause_rules.STORE_DIAL_FAILURES
+                                                and item.place.node not in (None, 0) for item in evidence):
+        return 0, (f"the other nodes could not reach the store, and {first_cause} lies with its host, node 0, "
+                   "not with the nodes that dialed it")
     node = _odd_node(facts.ranks_per_node)
     if node is not None:
         others = sorted({ranks for other, ranks in facts.ranks_per_node.items() if other != node})

@@ -533,7 +533,7 @@ def test_a_store_host_that_wrote_nothing_until_the_others_gave_up_came_up_late(t
         (run / "node0.launcher.log").write_text(node0_first.format(node0_at) + "Traceback (most recent call last):\n")
         found = diagnose.diagnose([run])
         assert (found.answers()[0] == "late-store-host") is late, found.answers()
-        assert (found.culprit_node == 0) is late, (found.culprit_node, found.culprit_reason)
+        assert ("only after the others had given up" in found.culprit_reason) is late, found.culprit_reason
     # A store host whose first stamped word is that it waited 30 s for clients was up before node 1 gave up.
     waited = tmp_path / "waited"
     waited.mkdir()
@@ -563,3 +563,20 @@ def test_nodes_that_ran_different_numbers_of_ranks_disagree_on_the_job(tmp_path)
             (three / "ranks" / f"node{node}-local{local}.stdout").write_text("Rank: 7.0\n")
     found = diagnose.diagnose([three])
     assert found.answers()[0] == "world-size-mismatch" and found.culprit_node == 2, (found.answers(), found.culprit_node)
+
+
+def test_a_store_the_other_nodes_could_not_reach_through_a_firewall_names_the_store_host(tmp_path):
+    """Node 1 logs the failed connects, but a firewall dropping them, like a store host that came up late, lies
+    with the store's host: node 0 is where to look. A wrong MASTER_ADDR lies with the node that dialed it."""
+    timed_out = ("[E1203 09:43:{:02d}.311403410 socket.cpp:1028] [c10d] The client socket has timed out after 5000ms "
+                 "while trying to connect to (172.31.213.1, 29500).\n")
+    (tmp_path / "node1.launcher.log").write_text(timed_out.format(40) + timed_out.format(47))
+    (tmp_path / "node0.launcher.log").write_text("torch.distributed.DistStoreError: Timed out after 30 seconds waiting "
+                                                 "for clients. 1/2 clients joined.\n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.answers()[0] == "firewall" and found.culprit_node == 0, (found.answers(), found.culprit_node)
+    (tmp_path / "node1.launcher.log").write_text(
+        "[rank2]: torch.distributed.DistNetworkError: The client socket has failed to connect to any network address "
+        "of (gpu-node-0, 29500).\ngaierror: [Errno -2] Name or service not known\n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.answers()[0] == "wrong-master-addr" and found.culprit_node == 1, (found.answers(), found.culprit_node)
