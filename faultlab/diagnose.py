@@ -270,7 +270,15 @@ def _name_culprit(culprits, victims, silent, facts, evidence, scans,
     node = nodes.pop() if len(nodes) == 1 else None
     if node is None and facts.per_node and (facts.nodes or 0) > 1:
         node = rank // facts.per_node
+    if node is None:
+        node = _node_of_rank_zero(rank, [scan.place for scan in scans])
     return rank, node, why
+
+
+def _node_of_rank_zero(rank: int, places) -> int | None:
+    """Node 0, for global rank 0 of a job whose files name their nodes: launchers number the ranks node by
+    node, node 0's first."""
+    return 0 if rank == 0 and any(place.node is not None for place in places) else None
 
 
 def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
@@ -354,6 +362,8 @@ def _with_dump_evidence(diagnosis: "Diagnosis", evidence: DumpEvidence) -> "Diag
     changes = {"causes": causes, "unknown": round(diagnosis.unknown / total, 3), "flight_recorder": evidence,
                "notes": tuple(note for note in diagnosis.notes if not note.startswith(evidence.used))}
     if len(analysis.culprits) == 1:
-        changes.update(culprit=analysis.culprits[0], culprit_reason=f"Flight Recorder: {analysis.reason}",
-                       culprit_node=diagnosis.culprit_node if diagnosis.culprit == analysis.culprits[0] else None)
+        rank = analysis.culprits[0]
+        node = diagnosis.culprit_node if diagnosis.culprit == rank else _node_of_rank_zero(
+            rank, [item.place for item in diagnosis.evidence])
+        changes.update(culprit=rank, culprit_reason=f"Flight Recorder: {analysis.reason}", culprit_node=node)
     return dataclasses.replace(diagnosis, **changes)

@@ -580,3 +580,12 @@ def test_a_store_the_other_nodes_could_not_reach_through_a_firewall_names_the_st
         "of (gpu-node-0, 29500).\ngaierror: [Errno -2] Name or service not known\n")
     found = diagnose.diagnose([tmp_path])
     assert found.answers()[0] == "wrong-master-addr" and found.culprit_node == 1, (found.answers(), found.culprit_node)
+
+
+def test_rank_0_named_without_files_of_its_own_is_on_node_0(tmp_path):
+    """Launchers number ranks node by node, node 0's first: the rank the others waited for, 0, is node 0's."""
+    (tmp_path / "node1.launcher.log").write_text(
+        "[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving "
+        "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n")
+    found = diagnose.diagnose([tmp_path])
+    assert (found.culprit, found.culprit_node) == (0, 0), (found.culprit, found.culprit_node, found.culprit_reason)
