@@ -183,13 +183,16 @@ def _store_host_late(scans, evidence) -> bool:
     stamped line of every node that gave up is older than node 0's first. A first line that reports a wait
     puts node 0's start that wait earlier; a wait whose length it does not say, or clocks a new year apart,
     decide nothing."""
+    waiting = collections.defaultdict(list)  # path -> its waiting lines
+    for item in evidence:
+        if item.place.node == 0 and SIGNATURES_BY_ID[item.signature].role == "victim":
+            waiting[item.path].append(item)
     ups = []
     for scan in scans:
         if scan.place.node != 0 or not scan.first_stamp:
             continue
         stamp, line_number = scan.first_stamp
-        waits = [waited_seconds(item.line) for item in evidence if item.path == scan.path
-                 and item.line_number <= line_number and SIGNATURES_BY_ID[item.signature].role == "victim"]
+        waits = [waited_seconds(item.line) for item in waiting[scan.path] if item.line_number <= line_number]
         if None in waits:
             return False
         ups.append(stamp - max(waits, default=0))
