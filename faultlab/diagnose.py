@@ -24,7 +24,7 @@ from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
 STDIN = "-"
 OWN_TRACEBACK = "own-traceback-among-waiters"  # a reading diagnose derives, not a line's signature
-UNEVEN_NODES = "nodes-ran-different-numbers-of-ranks"  # another
+UNEVEN_NODES = "nodes-ran-different-numbers-of-ranks"  # another reading diagnose derives
 # Causes that lie with the store's host (node 0) when the other nodes fail to reach its store: its firewall,
 # its late start or its loss, another job's store on its port.
 STORE_HOST_CAUSES = frozenset({"firewall", "late-store-host", "store-host-lost", "shared-master-port"})
