@@ -1,5 +1,6 @@
 """Flight Recorder dumps: the restricted unpickler, the portable record, the cross-rank analysis."""
 
+import dataclasses
 import os
 import pickle
 
@@ -11,7 +12,7 @@ from faultlab.errors import BadInput
 from faultlab.flight_recorder.analysis import analyse
 from faultlab.flight_recorder.dumps import load_dump, parse_dump, torch_form, unpickle_plain
 from faultlab.flight_recorder.evidence import evidence_from_dumps
-from faultlab.flight_recorder.records import FlightRecorderCapture, MissingDump
+from faultlab.flight_recorder.records import FlightRecorderCapture, MissingDump, TorchAnalyzerRun
 from faultlab.flight_recorder.torch_analyzer import _torch_verdict, agreement
 from faultlab.flight_recorder.view import render_view
 
@@ -89,6 +90,16 @@ def test_a_rank_that_never_issued_the_collective_is_the_culprit():
     assert "outside any collective" in analysis.reason
     view = render_view(capture, analysis)
     assert "*2:all_reduce" in view and "Culprit from the recorder: rank 2" in view
+
+
+def test_the_view_shows_foreign_text_inert():
+    """A bundle's recording carries torch's analyzer run as text someone else wrote: its control characters
+    are shown, never sent to a terminal or a runbook page."""
+    capture = capture_of({0: gloo_dump(2, ["all_reduce"], 1), 1: gloo_dump(2, ["all_reduce"], 1)}, 2)
+    capture = dataclasses.replace(capture, torch_analyzer=TorchAnalyzerRun(
+        "\x1b]0;pwned\x07", 0, "ok\x1b[2J", ("rank 0: \x1b[31m",)))
+    view = render_view(capture, analyse(capture))
+    assert "\x1b" not in view and "\x07" not in view and "^[]0;pwned^G" in view
 
 
 def test_a_rank_without_a_dump_holding_up_the_others_is_the_culprit():

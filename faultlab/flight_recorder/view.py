@@ -7,6 +7,7 @@ import textwrap
 
 from tabulate import tabulate
 
+from ..textsafe import inert
 from .analysis import analyse, seq_text
 from .records import Analysis, FlightRecorderCapture
 from .torch_analyzer import agreement
@@ -42,7 +43,8 @@ def flight_recorder_view(capture: FlightRecorderCapture) -> str:
 
 
 def render_view(capture: FlightRecorderCapture, analysis: Analysis) -> str:
-    """The Flight Recorder section of a run's report."""
+    """The Flight Recorder section of a run's report, made inert: dumps and torch's analyzer run can come in
+    someone else's bundle."""
     if capture.buffer_size == 0 and not capture.dumps:
         return "Flight Recorder: off for this run (TORCH_FR_BUFFER_SIZE unset)"
     rows = []
@@ -71,7 +73,7 @@ def render_view(capture: FlightRecorderCapture, analysis: Analysis) -> str:
     lines += [wrapped for line in prose
               for wrapped in textwrap.wrap(line, WIDTH, subsequent_indent=_indent_of(line) + "    ",
                                            break_on_hyphens=False) or [""]]
-    return "\n".join(lines)
+    return inert("\n".join(lines))
 
 
 def _torch_section(capture: FlightRecorderCapture, analysis: Analysis) -> str:
