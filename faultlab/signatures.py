@@ -95,7 +95,7 @@ NETWORK: tuple[Signature, ...] = (
       literals=("port must have value from 0 to 65535", "port number missing", "port number of the rendezvous endpoint"),
       suggests=("wrong-master-port",), family="port-config", specificity=0.85),
     S("client-connect-timeout", "Client timed out connecting to the store",
-      # the line may end at the duration, where a wrap or a paste cut it
+      # the line may end at the duration, or a few letters into "while", where a wrap or a paste cut it
       r"client socket has timed out after \d+m?s(?:\s+w|\s*$)|connect\(\) timed out\."
       # torch >= 2.4's retry line, which names the host, where the connect itself timed out; oneCCL's key-value
       # store (Intel GPUs)
