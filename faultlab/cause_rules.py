@@ -22,7 +22,7 @@ import dataclasses
 import math
 from typing import Callable
 
-from .log_facts import Facts
+from .log_facts import Facts, ranks_in_different_epochs
 from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
@@ -147,6 +147,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "no device is visible at all": lambda f, s: f.visible_devices == 0,
     "the visible devices are physical ids without device 0": lambda f, s: _physical_ids_may_be_the_index(f),
     "under SLURM only the first of several processes started": _one_slurm_task_of_several,
+    "the ranks' own progress lines put them in different epochs at one step": lambda f, s: ranks_in_different_epochs(f),
     "the store client was refused at a loopback address": _store_refused_at_loopback,
     "the store's host started after the others gave up dialing it": lambda f, s: f.store_host_late,
     "the store client timed out at a loopback address, several nodes": lambda f, s: (
@@ -237,6 +238,10 @@ RULES: tuple[Rule, ...] = (
          why="more processes on the node than GPUs"),
     Rule("nccl-invalid-usage", "more ranks on the node than devices", ("too-few-gpus", "missing-set-device"), 0.8,
          why="NCCL refused its use where more processes run on the node than it has GPUs: two ranks on one GPU"),
+    Rule("ctx-rank-progress", "the ranks' own progress lines put them in different epochs at one step",
+         ("collective-mismatch", "straggler-rank"), 0.6,
+         why="the script's own lines put ranks in different epochs at the same step: they ran different numbers of "
+             "steps (uneven data per rank), so their collectives no longer pair up"),
     Rule("ctx-rank-announced", "under SLURM only the first of several processes started", ("no-launcher",), 0.7,
          why="SLURM was to start the processes, but only the first announced itself and nothing failed: the batch "
              "script ran python once instead of through srun"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import ipaddress
+import itertools
 import re
 import signal
 
@@ -32,6 +33,10 @@ WINSOCK_AS_POSIX = {10061: 111, 10060: 110, 10065: 113, 10051: 101, 10048: 98, 1
 SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
                          r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]{0,200})\])?")
+# A training script's own progress line: its rank, its epoch and the step within it ([i/N], step i, iter i).
+SCRIPT_RANK = re.compile(r"(?i)\brank\W{0,3}(\d{1,6})\b")
+SCRIPT_EPOCH = re.compile(r"(?i)\bepoch\b\W{0,3}(\d{1,6})\b")
+SCRIPT_STEP = re.compile(r"(?i)\[\s*(\d{1,9})\s*/\s*(?:\d+|all)\s*\]|\b(?:step|iter(?:ation)?)\b\W{0,3}(\d{1,9})\b")
 WORK_PROGRESS = re.compile(r"last enqueued (?:NCCL )?work: (\d+), last completed (?:NCCL )?work: (\d+)")
 FAILED_WORKER = re.compile(r"exitcode:? ?(-?\d+)\)? local_rank: (\d+) \(pid: (\d+)\)")
 ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
@@ -122,6 +127,7 @@ class Facts:
     collectives: dict = dataclasses.field(default_factory=dict)  # rank -> {(seq, op, numel)}
     fingerprints: list = dataclasses.field(default_factory=list)  # (rank, seq, op, shape)
     progress: dict = dataclasses.field(default_factory=dict)  # rank -> (last enqueued, last completed)
+    script_epochs: dict = dataclasses.field(default_factory=dict)  # step -> {rank: epoch}, from the script's own lines
     failed_workers: list = dataclasses.field(default_factory=list)  # (exit code, local rank, pid)
     root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
     terminated_pids: set = dataclasses.field(default_factory=set)
@@ -251,6 +257,10 @@ def _read_collectives(facts: Facts, rank, line: str) -> None:
         facts.collectives.setdefault(rank, set()).add((int(seq), op, int(numel) if numel else None))
     for named_rank, seq, op, shape in FINGERPRINT.findall(line):
         facts.fingerprints.append((int(named_rank), int(seq) if seq else None, op, shape))
+    script_rank, epoch, step = SCRIPT_RANK.search(line), SCRIPT_EPOCH.search(line), SCRIPT_STEP.search(line)
+    if script_rank and epoch and step:
+        steps = facts.script_epochs.setdefault(_first_int(step), {})
+        steps.setdefault(int(script_rank[1]), set()).add(int(epoch[1]))
     progress = WORK_PROGRESS.search(line)
     if progress:
         facts.progress[rank] = (int(progress[1]), int(progress[2]))
@@ -299,7 +309,7 @@ READERS = {
     "duplicate-gpu": ("devices", "duplicates"), "requested-more-gpus": ("devices",), "ctx-topology": ("topology",),
     "ctx-rank-announced": ("topology",), "ctx-interfaces": ("interfaces",),
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
-    "ctx-work-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
+    "ctx-work-progress": ("collectives",), "ctx-rank-progress": ("collectives",), "ctx-worker-exit": ("exits",), "killed-by-signal": ("exits",),
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),
     "torch-shm-failed": ("shm",),
     "killed-by-sigbus": ("exits",), "launcher-signalled": ("exits",), "ib-completion-error": ("ib",), "nccl-remote-error": ("ib",),
@@ -366,6 +376,15 @@ def untouched_pid(facts: Facts) -> tuple[int, int] | None:
     if len(gaps) == 1 and pids[-1] - pids[0] < 4 * len(pids):
         return gaps[0], gaps[0] - pids[0]
     return None
+
+
+def ranks_in_different_epochs(facts: Facts) -> bool:
+    """Two ranks' own progress lines put them in different epochs at the same step, with no epoch in common
+    there: in lockstep training they cannot be, unless they ran different numbers of steps (uneven data),
+    each collective then meeting another rank's different one. (A step count that restarts each epoch
+    gives every rank the same epochs at a step.)"""
+    return any(not (epochs & others) for by_rank in facts.script_epochs.values()
+               for epochs, others in itertools.combinations(by_rank.values(), 2))
 
 
 def ranks_behind(facts: Facts) -> list[int]:

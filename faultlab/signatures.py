@@ -76,7 +76,8 @@ NETWORK: tuple[Signature, ...] = (
       literals=("address already in use", "Address already in use", "EADDRINUSE", "errno: 98",
                 "Only one usage of each socket address", "errno: 10048", "port have been bound already",
                 "port is being used by other process", "already in use"),
-      suggests=("port-in-use", "duplicate-node-rank"), family="port-taken", specificity=0.9),
+      # alone it reads as a leftover process or another job on the node; a second node 0 is told by the rules
+      suggests=("port-in-use", "shared-master-port"), family="port-taken", specificity=0.9),
     S("server-bind-failed", "Store server failed to bind its port",
       # libuv's EADDRINUSE (-98) is address-in-use's; its other codes (EACCES -13 ...) only here
       r"socket has failed to bind to \S+(?: \(errno: \d+|\.?\s*$)|server socket has failed to bind\. port: \d+, "

@@ -61,6 +61,12 @@ CONTEXT: tuple[Signature, ...] = (
       r"last enqueued (?:NCCL )?work: \d+, last completed (?:NCCL )?work: \d+", "neutral",
       "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
       literals=("last enqueued",), effect="context"),
+    S("ctx-rank-progress", "A training script's own progress line, naming its rank and epoch",
+      r"(?i)\brank\W{0,3}\d{1,6}\b.{0,160}?\bepoch\b\W{0,3}\d|\bepoch\b\W{0,3}\d{1,6}\b.{0,160}?\brank\W{0,3}\d",
+      "neutral",
+      "Where each rank stands in training by its own count: in lockstep training every rank is in the same epoch "
+      "at a given step, so ranks whose lines disagree ran different numbers of steps (and so of collectives).", (),
+      literals=("poch", "POCH"), effect="context", keep=256),
     S("ctx-stack-thread", "A thread's header in a py-spy dump",
       r'^\s*Thread (?:0x)?[0-9A-Fa-f]+ \((?:idle|active|active\+gil|gil)\)(?:: "[^"]{0,100}")?\s*$', "neutral",
       "Where one thread's stack begins: its frames follow, innermost first (py-spy leaves out a name it cannot read).",

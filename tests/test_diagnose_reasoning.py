@@ -338,6 +338,27 @@ def test_every_rank_of_two_hosts_timing_out_is_the_link_one_absent_rank_is_late(
     assert found.causes[0].cause == "straggler-rank" and found.culprit == 0
 
 
+def test_ranks_whose_own_progress_lines_disagree_on_the_epoch_ran_different_numbers_of_steps(tmp_path):
+    line = "[2022-04-26 13:57:20,757][INFO][train_epoch]:Rank:{r} Epoch:[{e}][20384/all] Loss 0.3403(0.3792)\n"
+    found = _diagnose(tmp_path, line.format(r=1, e=48) + line.format(r=0, e=49) + line.format(r=3, e=49))
+    assert found.causes[0].cause == "collective-mismatch"
+    found = _diagnose(tmp_path, "[rank0]: epoch 3 step 120 loss 0.5\n[rank1]: epoch 2 step 120 loss 0.6\n")
+    assert found.causes[0].cause == "collective-mismatch"
+    # A step count that restarts each epoch: every rank passes step 10 in every epoch, in step with the others.
+    healthy = "".join(f"Rank {r} | Epoch {e} | Iter [10/50] loss 0.4\n" for e in (1, 2) for r in (0, 1))
+    assert not _diagnose(tmp_path, healthy).causes
+    # One rank's lines alone, or two ranks at different steps, compare nothing.
+    assert not _diagnose(tmp_path, "rank 0 epoch 1 step 10\nrank 0 epoch 2 step 10\n").causes
+    assert not _diagnose(tmp_path, "rank 0 epoch 2 step 10\nrank 1 epoch 1 step 90\n").causes
+
+
+def test_a_bare_bind_failure_reads_as_a_leftover_or_another_job_not_a_second_node_0(tmp_path):
+    found = _diagnose(tmp_path, "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+                                "local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, "
+                                "message: address already in use\n")
+    assert [cause.cause for cause in found.causes] == ["port-in-use", "shared-master-port"]
+
+
 def test_a_bind_failure_while_the_store_host_waits_for_clients_is_a_second_node_0(tmp_path):
     (tmp_path / "node0.launcher.log").write_text(
         "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. 1/2 clients joined.\n")
