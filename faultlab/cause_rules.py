@@ -156,7 +156,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     # On a job known to be one node a loopback is the right address: refused then means nothing listens.
     "the refused address is a loopback": lambda f, s: (f.nodes or 2) > 1 and any(a.loopback and a.refused
                                                                                  for a in f.addresses),
-    "a peer advertised a loopback address": lambda f, s: any(a.loopback for a in f.addresses),
+    "a peer advertised a loopback or link-local address": lambda f, s: any(a.loopback or a.link_local for a in f.addresses),
     "docker bridges or veths among NCCL's interfaces or addresses":
         lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
     "a container's bridge address was dialed": lambda f, s: any(a.docker_bridge for a in f.addresses),
@@ -271,15 +271,17 @@ RULES: tuple[Rule, ...] = (
       for dial in ("client-connect-timeout", "client-connect-failed", "connect-timed-out", "no-route-to-host")),
     Rule("connection-refused", "the refused address is a loopback", ("wrong-socket-interface",), 0.85,
          why="the refused address is a loopback: a peer advertised 127.x (its host name or interface points there)"),
-    Rule("gloo-connect-failed", "a peer advertised a loopback address", ("wrong-socket-interface",), 0.9,
-         why="gloo dialed a loopback address a peer advertised"),
+    Rule("gloo-connect-failed", "a peer advertised a loopback or link-local address", ("wrong-socket-interface",), 0.9,
+         why="gloo dialed a loopback or link-local address a peer advertised"),
     Rule("nccl-system-error", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.7,
          why="NCCL uses docker bridges or veths beside the real NIC"),
     Rule("nccl-connect-failed", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.85,
          why="NCCL dialed over docker bridges or veths"),
     # NCCL's own sockets dial the addresses peers advertised, not MASTER_ADDR.
-    Rule("nccl-connect-failed", "a peer advertised a loopback address", ("wrong-socket-interface",), 0.9,
-         why="NCCL dialed a loopback address a peer advertised: its interface (or host name) points at itself"),
+    Rule("nccl-connect-failed", "a peer advertised a loopback or link-local address", ("wrong-socket-interface",), 0.9,
+         why="NCCL dialed a loopback or link-local address a peer advertised: an interface no other host can reach"),
+    Rule("connection-refused", "NCCL dialed a peer itself", ("wrong-socket-interface", "firewall"), 0.7,
+         why="the refused connection is NCCL's own, to an address a peer advertised, not MASTER_ADDR:MASTER_PORT"),
     Rule("no-route-to-host", "NCCL dialed a peer itself", ("wrong-socket-interface", "firewall", "link-down"), 0.75,
          why="NCCL's own connection to a peer's advertised address found no route: the wrong interface was "
              "advertised, or the path between the nodes is blocked or down; not MASTER_ADDR"),

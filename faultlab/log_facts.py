@@ -23,7 +23,7 @@ ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
     re.compile(r"\[((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:.]+|localhost|[\w-]+(?:\.[\w-]+)+)\](?::(\d*))?"),
     re.compile(r"\(\s*([^,()\s]+),\s*(\d+)\)"),  # (host, port)
     re.compile(r"connect to \(\s*([^,()\s]+)()\s*$"),  # (host, port) with the port cut off by a wrap
-    re.compile(r"(?:to|from|remote peer) ([A-Za-z0-9_.:-]+)<(\d+)>"),  # NCCL's host<port>
+    re.compile(r"(?:to|from|remote peer) ([A-Za-z0-9_.:-]+)<(\d+|\.\.\.)>"),  # NCCL's host<port>, the port elided
 )
 ERRNO = re.compile(r"(?:errno|system error|error)[: =]+(-?\d+)|\((\d+)\)\s*$")
 GAI_ERRNO = re.compile(r"gai error: (-\d+)")
@@ -93,6 +93,12 @@ class Address:
     def loopback(self) -> bool:
         host = self.host.removeprefix("::ffff:")
         return host in ("localhost", "::1") or host.startswith("127.")
+
+    @property
+    def link_local(self) -> bool:
+        """An address valid only on its own link (169.254/16, fe80::/10): no peer on another host can dial it."""
+        host = self.host.removeprefix("::ffff:").lower()
+        return host.startswith("169.254.") or host.startswith("fe80:")
 
     @property
     def docker_bridge(self) -> bool:
@@ -244,7 +250,7 @@ def _read_network(facts: Facts, line: str) -> None:
     refused, timed_out = "refused" in line.lower(), "timed out" in line.lower()
     for form in ADDRESS_FORMS:
         for host, port in form.findall(line):
-            facts.addresses.append(Address(host.strip(), int(port) if port else None, refused, timed_out))
+            facts.addresses.append(Address(host.strip(), int(port) if port.isdigit() else None, refused, timed_out))
     for match in ERRNO.finditer(line):
         number = _first_int(match)
         facts.errnos.add(WINSOCK_AS_POSIX.get(number, number))

@@ -286,11 +286,11 @@ NETWORK: tuple[Signature, ...] = (
     # -- NCCL and gloo transports -------------------------------------------------------------
     S("nccl-connect-failed", "NCCL could not connect to a peer",
       r"NCCL WARN .{0,80}?Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
-      r"|socketStartConnect: exceeded retries",
+      r"|socketStartConnect: exceeded retries|socketPollConnect: [Cc]onnect to \S+ returned",
       "culprit",
       "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
       "(docker0, a veth, a second NIC) was chosen, or a firewall drops NCCL's ports.",
-      literals=("Connect to ", "Call to connect", "socketStartConnect: exceeded retries"),
+      literals=("Connect to ", "Call to connect", "socketStartConnect: exceeded retries", "socketPollConnect: connect to "),
       suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),
       family="connect-failed", specificity=0.75),
     S("nccl-remote-error", "NCCL lost a peer",

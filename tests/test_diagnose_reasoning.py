@@ -297,6 +297,29 @@ def test_nccls_own_connect_reads_as_the_advertised_interface_not_master_addr(tmp
     assert found.causes[0].cause == "wrong-master-addr"
 
 
+def test_nccls_polled_connect_is_its_own_and_a_link_local_peer_is_the_interface(tmp_path):
+    # NCCL >= 2.19 words its dial of a peer's advertised address this way; the store is not involved.
+    found = _diagnose(tmp_path, "node1:1:2 [0] NCCL INFO socketPollConnect: Connect to 10.0.0.4<56849> returned "
+                                "113(No route to host) errno 115(Operation now in progress)\n")
+    assert found.causes[0].cause == "wrong-socket-interface"
+    assert "wrong-master-addr" not in [cause.cause for cause in found.causes[:2]]
+    # 169.254/16 is valid on its own link only: the peer advertised an interface no other host reaches.
+    found = _diagnose(tmp_path, "NET/Socket : Using [0]enp73s0:10.1.216.156<0> [1]pod-id-link0:169.254.170.23<0>\n"
+                                "socketPollConnect: connect to 169.254.170.23<...> returned Connection refused, "
+                                "retrying (13/34)\n")
+    assert [cause.cause for cause in found.causes[:2]] == ["wrong-socket-interface", "firewall"]
+    assert found.causes[0].confidence > 0.5
+
+
+def test_a_small_dev_shm_is_a_lead_never_a_failure(tmp_path):
+    warning = ("2023-11-18 03:39:16,283 WARNING services.py:1996 -- WARNING: The object store is using /tmp instead "
+               "of /dev/shm because /dev/shm has only 67108864 bytes available. This will harm performance!\n")
+    found = _diagnose(tmp_path, warning)
+    assert [cause.cause for cause in found.causes] == ["shm-exhausted"] and found.causes[0].confidence < 0.5
+    found = _diagnose(tmp_path, warning + "RuntimeError: Address already in use\n")
+    assert found.causes[0].cause == "port-in-use"
+
+
 def test_the_first_process_of_a_later_node_refused_its_device_used_the_global_rank(tmp_path):
     ordinal = "[rank{r}]: torch.AcceleratorError: CUDA error: invalid device ordinal\n"
     for path, first in (("node1-local0-rank1.stderr", "rank-as-device-id"), ("node0-local1-rank1.stderr", "too-few-gpus")):
