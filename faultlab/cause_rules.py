@@ -6,6 +6,8 @@ other causes first, says how specific the line is, or marks it as a failure the 
 not hold. The first rule that holds for a signature wins, so the order below is the order of
 precedence.
 
+The tests a rule may ask of the facts are named, in words, in fact_tests.py.
+
 Confidence is calibrated, not a share of matched lines: each signature carries how much it
 alone says "one of the catalog's causes"; independent signatures compound
 (1 - product of (1 - specificity)), and whatever is left is the share of "unknown / not in
@@ -20,10 +22,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-from typing import Callable
 
-from .log_facts import Facts, ranks_in_different_epochs
-from .log_stacks import in_different_collectives, main_thread_waits_apart
+from .fact_tests import FACT_TESTS
+from .log_facts import Facts
 from .symptoms import SIGNATURES_BY_ID
 
 CULPRIT_WEIGHT = 3.0  # a culprit-side line says more about the cause than a victim's timeout
@@ -35,176 +36,12 @@ OUTSIDE_STRENGTH = 0.8  # how much a known out-of-catalog failure says "not in t
 STORE_DIAL_FAILURES = ("client-connect-timeout", "client-connect-failed", "store-not-listening-yet",
                        "rendezvous-connect-failed", "connection-refused")
 STORE_DIALS_GIVEN_UP = ("client-connect-timeout", "rendezvous-connect-failed")
-# What a launcher stopped from outside prints of itself: its signal, the workers it then tears down,
-# the exception the signal raises in it.
-STOPPED_FROM_OUTSIDE = frozenset({"launcher-signalled", "worker-torn-down", "python-exception"})
-
-
-def _index_beyond_devices(facts: Facts) -> bool:
-    asked = {index for indices in facts.device_requests.values() for index in indices}
-    return facts.visible_devices is not None and any(index >= facts.visible_devices for index in asked)
-
-
-def _global_rank_as_index(facts: Facts) -> bool:
-    """A rank asked for the device numbered like its global rank, past the devices of one node."""
-    per_node = facts.per_node or facts.visible_devices
-    return bool(per_node) and any(rank is not None and rank >= per_node and rank in indices
-                                  for rank, indices in facts.device_requests.items())
-
-
-def _rank_past_one_node(facts: Facts) -> bool:
-    """A rank that saw 'invalid device ordinal' is numbered past the processes of one node: the
-    job has several nodes, and a global rank chose the device."""
-    return bool(facts.per_node) and any(rank >= facts.per_node for rank in facts.ordinal_ranks)
-
-
-def _first_local_device_refused(facts: Facts) -> bool:
-    """A rank other than 0 failed as local rank 0 of its node: device 0 exists wherever a GPU is
-    visible, so the index it asked for was not its local rank (its global rank, most often)."""
-    return any(local_rank == 0 and rank > 0 for rank, local_rank in facts.ordinal_local_ranks)
-
-
-def _every_rank_timed_out(facts: Facts) -> bool:
-    """Every rank of the job timed out in its collective: nobody was absent (a straggler or a dead rank
-    would be), so what they waited for was each other. The job's size is its stated world size, or,
-    where each rank has files of its own (a run directory), the ranks those files name; one log of
-    some ranks (a node's share of a bigger job) says neither."""
-    ranks = facts.timed_out
-    if facts.world_size:
-        world = facts.world_size
-    elif ranks and all(node is not None for node in ranks.values()):
-        world = max(ranks) + 1
-    else:
-        return False
-    return len(ranks) >= 2 and set(ranks) >= set(range(world))
-
-
-def _across_nodes(facts: Facts) -> bool:
-    return len({node for node in facts.timed_out.values() if node is not None}) > 1 or (facts.nodes or 1) > 1
-
-
-def _culprit_sign(present: set) -> bool:
-    """Some line is a failure of its own (not a rank waiting, nor context)."""
-    return any(SIGNATURES_BY_ID[i].role == "culprit" for i in present)
-
-
-def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
-    """The store client (which dials MASTER_ADDR) was refused at a loopback address, in a job not
-    known to be one node: MASTER_ADDR, or the host name it resolves to, points at the dialing host."""
-    return (bool({"client-connect-failed", "rendezvous-connect-failed"} & present) and (facts.nodes or 2) > 1
-            and any(a.loopback and a.refused for a in facts.addresses))
-
-
-def _timed_out_at_loopback(facts: Facts) -> bool:
-    """A connect timed out at a loopback address. The host there is up and nothing lies between, so it
-    was torch retrying refusals until its deadline; on several nodes, MASTER_ADDR points at the dialer."""
-    return any(a.loopback and a.timed_out for a in facts.addresses)
-
-
-def _shm_named(facts: Facts, present: set) -> bool:
-    return "shm-path" in facts.shm or bool({"nccl-shm-failed", "torch-shm-failed", "dataloader-bus-error"} & present)
-
-
-def _more_ranks_than_devices(facts: Facts) -> bool:
-    ranks = facts.per_node or _announced_on_one_node(facts) or (
-        max(facts.duplicate_ranks) + 1 if facts.duplicate_ranks else 0)
-    return facts.visible_devices is not None and ranks > facts.visible_devices
-
-
-def _announced_on_one_node(facts: Facts) -> int:
-    """The most ranks that announced themselves on one node (one launch's output shares its node); none where
-    srun's output gathers every node's into one."""
-    if facts.slurm_tasks:
-        return 0
-    return max(collections.Counter(node for node, _ in facts.announced_ranks).values(), default=0)
-
-
-def _physical_ids_may_be_the_index(facts: Facts) -> bool:
-    """CUDA_VISIBLE_DEVICES names physical ids without device 0 (6,7), and no index asked for is known to be
-    other than one of them: the index may have been taken from those ids."""
-    asked = {index for indices in facts.device_requests.values() for index in indices}
-    return (bool(facts.visible_ids) and 0 not in facts.visible_ids and asked <= set(facts.visible_ids)
-            and not _more_ranks_than_devices(facts))
-
-
-def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
-    """SLURM was to start the processes, yet only the first said it started, and nothing failed: the batch
-    script ran python once itself instead of through srun (one task of the world)."""
-    return (facts.slurm_tasks and {rank for _, rank in facts.announced_ranks} == {0} and (facts.world_size or 1) > 1
-            and not _culprit_sign(present))
-
-
-# Named tests over the facts (and the signatures present): what a rule may ask.
-FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
-    "the device is chosen by the global rank": lambda f, s: "rank" in f.set_device_args,
-    "a rank asked for its global rank as device index": lambda f, s: _global_rank_as_index(f),
-    "the job spans several nodes": lambda f, s: (f.nodes or 1) > 1,
-    "a failing rank is numbered past one node's processes": lambda f, s: _rank_past_one_node(f),
-    "the first local rank of a later node failed": lambda f, s: _first_local_device_refused(f),
-    "the device is chosen by the local rank": lambda f, s: "local_rank" in f.set_device_args,
-    "a device index beyond the visible count": lambda f, s: _index_beyond_devices(f),
-    "more ranks on the node than devices": lambda f, s: _more_ranks_than_devices(f),
-    "no device is visible at all": lambda f, s: f.visible_devices == 0,
-    "the visible devices are physical ids without device 0": lambda f, s: _physical_ids_may_be_the_index(f),
-    "under SLURM only the first of several processes started": _one_slurm_task_of_several,
-    "the ranks' own progress lines put them in different epochs at one step": lambda f, s: ranks_in_different_epochs(f),
-    "the store client was refused at a loopback address": _store_refused_at_loopback,
-    "the store's host started after the others gave up dialing it": lambda f, s: f.store_host_late,
-    "the store client timed out at a loopback address, several nodes": lambda f, s: (
-        (f.nodes or 1) > 1 and _timed_out_at_loopback(f)),
-    "the store client timed out at a loopback address": lambda f, s: _timed_out_at_loopback(f),
-    # On a job known to be one node a loopback is the right address: refused then means nothing listens.
-    "the refused address is a loopback": lambda f, s: (f.nodes or 2) > 1 and any(a.loopback and a.refused
-                                                                                 for a in f.addresses),
-    "a peer advertised a loopback or link-local address": lambda f, s: any(a.loopback or a.link_local for a in f.addresses),
-    "docker bridges or veths among NCCL's interfaces or addresses":
-        lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
-    "a container's bridge address was dialed": lambda f, s: any(a.docker_bridge for a in f.addresses),
-    "the full file system is /dev/shm": _shm_named,
-    "the full file system is a disk": lambda f, s: "disk-path" in f.shm and not _shm_named(f, s),
-    "the descriptor limit was reached (errno 24)": lambda f, s: "fd-limit" in f.shm,
-    "/dev/shm has no space left": lambda f, s: "no-space" in f.shm,
-    "attaching to a peer's segment failed": lambda f, s: "attach" in f.shm and "create" not in f.shm,
-    "binding was denied (errno 13)": lambda f, s: 13 in f.errnos,
-    "the name looked up is already an IP address": lambda f, s: bool(f.addresses) and all(a.literal for a in f.addresses),
-    "the address is not valid (errno 22 or 10049)": lambda f, s: bool({22, 10049} & f.errnos),
-    "the connection was refused (errno 111)": lambda f, s: 111 in f.errnos,
-    "ranks disagree on the collective": lambda f, s: bool(f.rank_disagreement()),
-    "every rank of several nodes timed out in the collective": lambda f, s: _every_rank_timed_out(f) and _across_nodes(f),
-    "every rank of one node timed out in the collective": lambda f, s: _every_rank_timed_out(f) and not _across_nodes(f),
-    "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
-    "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
-    "NCCL lost a peer across nodes before any rank died or its communicator was complete": lambda f, s: (
-        (f.nodes or 1) > 1 and not f.nccl_init_complete and not f.ib_codes
-        and not {"killed-by-signal", "out-of-memory", "ib-completion-error", "ib-port-event"} & s),
-    # Work completion status 4 (IBV_WC_LOC_PROT_ERR): the HCA could not use registered memory, as when
-    # GPUDirect RDMA lacks its peer-memory module or PCIe ACS/IOMMU redirects peer traffic.
-    "an InfiniBand transfer failed on memory protection (status 4)": lambda f, s: 4 in f.ib_codes and 12 not in f.ib_codes,
-    "more ranks reached the barrier than the world holds": lambda f, s: any(count > size
-                                                                            for size, count in f.barrier_counts),
-    "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
-    "the store's host (node 0) went silent as a whole": lambda f, s: 0 in f.vanished_nodes,
-    # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere; one killed
-    # with its node leaves nothing at all. One that wrote its output and no error finished its own way.
-    "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not _culprit_sign(s),
-    "another failure came first": lambda f, s: _culprit_sign(s),
-    "nothing failed before the job was stopped from outside": lambda f, s: all(
-        SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
-    "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
-    "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.launcher_signals,
-    "a main thread waits outside every collective while others wait in one": lambda f, s: (
-        main_thread_waits_apart(f.stacks) and any(stack.in_collective for stack in f.stacks)),
-    "a main thread waits outside every collective": lambda f, s: main_thread_waits_apart(f.stacks),
-    "stacks wait in different collectives": lambda f, s: in_different_collectives(f.stacks),
-    "other nodes got through to a store": lambda f, s: bool(
-        {"connection-closed-by-peer", "collective-timeout", "rank-assignment-timeout"} & s),
-}
 
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
     signature: str
-    when: str  # a key of FACT_TESTS
+    when: str  # a key of fact_tests.FACT_TESTS
     favours: tuple[str, ...] | None = None  # replaces the signature's suggested causes, best first
     specificity: float | None = None  # replaces the signature's specificity
     outside: bool = False  # the line then means a failure the catalog does not hold

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from faultlab import cause_rules, diagnose
+from faultlab import cause_rules, diagnose, fact_tests
 from faultlab.errors import ExitCode
 from faultlab.symptoms import SIGNATURES_BY_ID
 
@@ -18,7 +18,7 @@ def _diagnose(tmp_path, text: str, name: str = "job.log"):
 
 def test_every_rule_reads_a_known_signature_with_a_known_test():
     for rule in cause_rules.RULES:
-        assert rule.signature in SIGNATURES_BY_ID and rule.when in cause_rules.FACT_TESTS, rule
+        assert rule.signature in SIGNATURES_BY_ID and rule.when in fact_tests.FACT_TESTS, rule
         assert rule.why, rule
 
 
