@@ -18,7 +18,8 @@ from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
 from .log_facts import read_facts, stamp_of, untouched_pid, waited_seconds
-from .log_scan import ERROR_LINES_KEPT, Evidence, job_places, log_files, scan_all, scan_stream
+from .log_inputs import job_places, log_files
+from .log_scan import ERROR_LINES_KEPT, Evidence, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold

@@ -5,8 +5,8 @@ signature has literal fragments that any matching line must contain. One multi-l
 pass over a block finds them all (Hyperscan, where installed; else one bytes.find pass per
 fragment, several times slower: benchmarks/bench_diagnose.py); only lines holding a fragment,
 and only while they can still be kept, are decoded and matched against the full pattern.
-Ranks are read from `[rankN]:`-style prefixes, or from the file's name and path (rank3.log,
-rank_3/stderr.txt). Logs are read as people paste them too (entities, collectors' prefixes, hard
+Ranks are read from `[rankN]:`-style prefixes, or from the file's place in the job (its name and path:
+log_inputs.py). Logs are read as people paste them too (entities, collectors' prefixes, hard
 wraps: pasted.py). Large inputs are shared out to forked processes, whole files each.
 """
 
@@ -16,22 +16,21 @@ import codecs
 import collections
 import contextlib
 import dataclasses
+import functools
 import multiprocessing
 import os
 import re
-import stat
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 from . import log_facts, pasted, userfiles
 from .errors import BadInput
+from .log_inputs import JobPlace
 from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
 BLOCK_BYTES = 4 << 20
 BINARY_SNIFF_BYTES = 4096
 STAMP_REACH = 64 << 10  # where a file's first time stamp is looked for
-SOURCE_SUFFIXES = (".py",)
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting processes costs more than it saves
 MAX_WORKERS = 16
 LINE_WINDOW = 2000  # characters kept of a huge line, around what matched
@@ -47,31 +46,12 @@ RANK_PREFIX = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+
                          r"|^\s*(\d+): |^srun: error: \S+: task (\d+): |^(?:mpirun|prterun) noticed that process rank (\d+) ")
 RANK_PREFIX_BYTES = re.compile(RANK_PREFIX.pattern.encode())
 RANK_PREFIX_REACH = 160
-RANK_IN_PATH = re.compile(r"(?:^|[/_.-])rank[_-]?(\d+)(?=[/_.-]|$)")
-NODE_IN_PATH = re.compile(r"(?:^|[/_.-])node[_-]?(\d+)(?=[/_.-]|$)")
-LOCAL_RANK_IN_PATH = re.compile(r"(?:^|[/_.-])local(?:_rank)?[_-]?(\d+)(?=[/_.-]|$)")
 # Lines worth showing when no signature is known: found by the same literal search.
 ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
                    b"Timed out", b"FATAL", b"fatal")
 ERROR_LINES_KEPT = 20
 ERROR_LINE = "error-line"  # the finder's label for them
 ERROR_WORD = re.compile("rror|ailed|xception|atal|imed out")
-
-
-@dataclasses.dataclass(frozen=True)
-class JobPlace:
-    """Where a file sits in the job (node, rank, local rank), as the part of its path below the
-    inputs' deepest common directory says. A directory above the inputs ('/tmp/case-rank1-crash/',
-    a test's temporary directory) names nothing in the job."""
-
-    node: int | None = None
-    rank: int | None = None
-    local_rank: int | None = None
-
-    @classmethod
-    def of(cls, below: str) -> "JobPlace":
-        return cls(number_in(NODE_IN_PATH, below), number_in(RANK_IN_PATH, below),
-                   number_in(LOCAL_RANK_IN_PATH, below))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,11 +62,6 @@ class Evidence:
     rank: int | None  # the line's own rank prefix, else its file's
     line: str
     place: JobPlace = JobPlace()  # its file's
-
-
-def number_in(pattern: re.Pattern, text: str) -> int | None:
-    match = pattern.search(text.replace(os.sep, "/"))
-    return int(next(group for group in match.groups() if group is not None)) if match else None
 
 
 def _matches(regex: re.Pattern, line: str) -> bool:
@@ -208,6 +183,25 @@ class _LiteralFinder:
 
 _FINDERS: dict[bool, _LiteralFinder] = {}
 KEEP = {signature.id: signature.keep for signature in SIGNATURES}
+
+
+@functools.cache
+def _respeller() -> pasted.Respeller:
+    """Known words: the signatures' literals' whole words (a literal's first word, lower-case, may be cut)."""
+    return pasted.Respeller(match[0] for signature in SIGNATURES for literal in signature.literals
+                            for match in pasted.Respeller.WORD.finditer(literal)
+                            if match.start() or not literal[0].islower())
+
+
+@functools.lru_cache(maxsize=4096)  # the same error lines recur in every rank's file
+def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
+    """An error line with its misspelt words respelled, read as the machine wrote it like a page's quotes
+    (pasted.as_written), and the signatures it then matches (none if nothing was misspelt)."""
+    retyped = _respeller().respelled(text)
+    if retyped is None:
+        return text, ()
+    labels = {label for _, label in _finder(False).find(retyped.encode())}
+    return retyped, tuple(sorted(label for label in labels if _matches(SIGNATURES_BY_ID[label].regex, retyped)))
 
 
 def _finder(with_error_lines: bool = True) -> _LiteralFinder:
@@ -357,6 +351,10 @@ class _BlockState:
         for signature_id in matched if line_number not in self.joined_pieces else ():
             self._keep(signature_id, rank, line_number, text)
         if ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT:
+            retyped, retyped_matches = _retyped_matches(text)
+            if line_number not in self.joined_pieces:
+                for signature_id in set(retyped_matches) - set(matched):
+                    self._keep(signature_id, rank, line_number, retyped)
             self.errors.append(Evidence(ERROR_LINE, self.path, line_number, rank, _window(text, ERROR_WORD),
                                         self.place))
 
@@ -368,52 +366,6 @@ class _BlockState:
         if len(self.cache) < LINE_CACHE_SIZE:
             self.cache[raw] = known
         return known
-
-
-def log_files(paths: list[Path]) -> tuple[list[str], list[str], list[str]]:
-    """Every regular file under `paths`; notes for what is skipped; the paths that do not exist.
-
-    Only regular files are read: a FIFO or a device among the logs would block or never end."""
-    files, notes, missing = [], [], []
-
-    def add(path: str) -> None:
-        try:
-            mode = os.stat(path).st_mode
-        except OSError as error:
-            notes.append(f"{path}: unreadable ({error.strerror or error})")
-            return
-        if stat.S_ISREG(mode):
-            files.append(path)
-        else:
-            notes.append(f"{path}: not a regular file, skipped")
-
-    for path in paths:
-        if path.is_dir():
-            inside = os.path.realpath(path) + os.sep
-            for root, _, names in os.walk(path, onerror=lambda error: notes.append(
-                    f"{error.filename}: unreadable ({error.strerror or error})")):
-                for name in sorted(names):
-                    full = os.path.join(root, name)
-                    if name.endswith(SOURCE_SUFFIXES):  # a run directory's copy of the script is not a log
-                        notes.append(f"{full}: source code, skipped")
-                    elif os.path.islink(full) and not os.path.realpath(full).startswith(inside):
-                        notes.append(f"{full}: a link out of {path}, skipped")
-                    else:
-                        add(full)
-        elif os.path.lexists(path):
-            add(str(path))
-        else:
-            missing.append(f"{path}: no such file or directory")
-    return files, notes, missing
-
-
-def job_places(paths: list[Path], files: list[str]) -> list[JobPlace]:
-    """The place of each of `files` (found under `paths` by log_files), from the part of its path
-    below the deepest directory common to the inputs: a directory given is that directory, a
-    file given its parent (an input that does not exist places nothing)."""
-    tops = [os.path.abspath(path if path.is_dir() else path.parent) for path in paths if os.path.lexists(path)]
-    common = os.path.commonpath(tops) if tops else os.sep
-    return [JobPlace.of(os.path.relpath(os.path.abspath(file), common)) for file in files]
 
 
 def scan_all(files: list[str], places: list[JobPlace], workers: int | None) -> list[_FileScan]:

@@ -10,6 +10,9 @@ often passed through a web page, a terminal or a log collector first:
   `(Actor pid=N, ip=A)`, markdown quotes):
   signatures that anchor at the start of a line are matched against the line without them
   (`body`), while the line shown stays whole;
+- an error retyped by hand, one letter wrong ("invalid device ordinnal", "unhanled system error"): the
+  error lines diagnose keeps are read again with each such word spelled as the signatures' literals
+  spell it (`Respeller`), and what a whole signature then matches counts, the line read as respelled;
 - in a file small enough to be a paste, long lines hard-wrapped at the terminal's width: every
   line of exactly the widest length is continued by the next one (`wrapped_lines`; a prefix that
   quoting or labelling put on every piece is taken off the continuations), and a signature
@@ -54,6 +57,74 @@ def as_written(line: str) -> str:
     for shown, written in _AS_WRITTEN.items():
         line = line.replace(shown, written)
     return line
+
+
+class Respeller:
+    """Words one edit (a letter missing, extra, wrong or swapped) from a known word, spelled as it is.
+
+    Known words are long (six letters or more), so one edit rarely turns one into another; and a
+    respelled line counts only where a whole signature matches it. Candidates are found by deletions
+    (a word and a typo of it share a form with one letter deleted), then checked."""
+
+    WORD = re.compile(r"[A-Za-z]{6,}")
+    LONGEST_LINE = 2000  # an error retyped by hand is short; a longer line is machine output
+    TOKENS_REMEMBERED = 100_000
+
+    def __init__(self, words) -> None:
+        self.known = {word.lower() for word in words if self.WORD.fullmatch(word)}
+        self.corrections: dict[str, str | None] = {}  # token -> its known word, as found so far
+        self.by_deletion: dict[str, set[str]] = {}
+        for word in self.known:
+            for form in _deletions(word):
+                self.by_deletion.setdefault(form, set()).add(word)
+
+    def respelled(self, line: str) -> str | None:
+        """`line` with its misspelt known words corrected; None when none was."""
+        if len(line) > self.LONGEST_LINE:
+            return None
+        changed = False
+
+        def correct(match: re.Match) -> str:
+            nonlocal changed
+            token = match[0]
+            lowered = token.lower()
+            if lowered in self.corrections:
+                word = self.corrections[lowered]
+            else:
+                word = self._known_word_for(lowered)
+                if len(self.corrections) < self.TOKENS_REMEMBERED:
+                    self.corrections[lowered] = word
+            if word is None:
+                return token
+            changed = True
+            return word.upper() if token.isupper() else word.capitalize() if token[0].isupper() else word
+
+        line = self.WORD.sub(correct, line)
+        return line if changed else None
+
+    def _known_word_for(self, token: str) -> str | None:
+        if token in self.known:
+            return None
+        candidates = set(self.by_deletion.get(token, ())) | {form for form in _deletions(token) if form in self.known}
+        for form in _deletions(token):
+            candidates |= self.by_deletion.get(form, set())
+        matches = sorted(word for word in candidates if _one_edit_apart(token, word))
+        return matches[0] if len(matches) == 1 else None
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:index] + word[index + 1:] for index in range(len(word))}
+
+
+def _one_edit_apart(typed: str, word: str) -> bool:
+    if abs(len(typed) - len(word)) > 1 or typed == word:
+        return False
+    if len(typed) == len(word):
+        differ = [index for index, (a, b) in enumerate(zip(typed, word)) if a != b]
+        return len(differ) == 1 or (len(differ) == 2 and differ[1] == differ[0] + 1
+                                    and typed[differ[0]] == word[differ[1]] and typed[differ[1]] == word[differ[0]])
+    shorter, longer = sorted((typed, word), key=len)
+    return any(longer[:index] + longer[index + 1:] == shorter for index in range(len(longer)))
 
 
 _LEVEL = r"(?:\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?)"

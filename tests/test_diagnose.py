@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from faultlab import diagnose, log_scan
+from faultlab import diagnose, log_inputs, log_scan
 from faultlab.errors import ExitCode
 
 from conftest import ROOT
@@ -51,7 +51,7 @@ def test_directories_above_the_inputs_name_no_rank_or_node(tmp_path, given):
     (case / "job.log").write_text(ORDINAL_TRACEBACK)
     found = diagnose.diagnose([case / "job.log" if given == "file" else case])
     assert found.culprits == () and found.culprit is None and found.culprit_node is None
-    assert {item.place for item in found.evidence} == {log_scan.JobPlace()}
+    assert {item.place for item in found.evidence} == {log_inputs.JobPlace()}
 
 
 def test_the_parts_that_tell_inputs_apart_place_them(tmp_path):
@@ -61,7 +61,7 @@ def test_the_parts_that_tell_inputs_apart_place_them(tmp_path):
             ORDINAL_TRACEBACK if node else "[rank0]: still waiting\n")
     found = diagnose.diagnose([tmp_path / "rank_9" / "node0", tmp_path / "rank_9" / "node1"])
     assert (found.culprit, found.culprit_node) == (1, 1)
-    assert {item.place for item in found.evidence} == {log_scan.JobPlace(node=1, rank=1, local_rank=0)}
+    assert {item.place for item in found.evidence} == {log_inputs.JobPlace(node=1, rank=1, local_rank=0)}
 
 
 def test_unknown_failure_shows_error_lines_instead_of_guessing(tmp_path):

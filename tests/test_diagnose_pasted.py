@@ -166,3 +166,30 @@ def test_lines_of_one_format_are_lines_of_their_own():
     flood = ["Timed out waiting 20000ms for recv operation to complete, the job will now exit"] * 40
     runs, sure = _runs(flood + ["end"])
     assert [(first, pieces) for first, pieces, _ in runs] == [(39, [flood[0], "end"])] and not sure
+
+
+@pytest.mark.parametrize("retyped, cause", [
+    ("RuntimeError: CUDA error: invalid device ordinnal", "too-few-gpus"),  # a letter too many
+    ("RuntimeError: Adress already in use", "port-in-use"),  # one missing
+    ("RuntimeError: Duplicate GPU detcted: rank 1 and rank 0 both on CUDA device 1a000", "missing-set-device"),
+    ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect [127.0.1.1]:53467: Connection "
+     "refsued", "wrong-socket-interface"),  # two letters swapped
+])
+def test_an_error_retyped_by_hand_with_one_letter_wrong_is_read(tmp_path, retyped, cause):
+    (tmp_path / "job.log").write_text(retyped + "\n")
+    found = diagnose.diagnose([tmp_path / "job.log"])
+    assert found.causes and found.causes[0].cause == cause
+    # read, like a page's quotes, as the machine wrote it
+    respelled = pasted.Respeller(["ordinal", "address", "detected", "refused"]).respelled(retyped)
+    assert respelled in [item.line for item in found.evidence if item.signature in found.causes[0].signatures]
+
+
+def test_respelling_only_corrects_long_words_one_edit_from_exactly_one_known_word():
+    respeller = pasted.Respeller(["ordinal", "already", "detected", "protected"])
+    assert respeller.respelled("invalid device ordinnal") == "invalid device ordinal"
+    assert respeller.respelled("Alredy here, ALREADDY there") == "Already here, ALREADY there"
+    assert respeller.respelled("invalid device ordinal") is None  # nothing misspelt
+    assert respeller.respelled("ordinals of a device") == "ordinal of a device"  # one edit, whatever it means
+    assert respeller.respelled("ordinary words stay") is None  # two edits away
+    assert respeller.respelled("ordnl") is None  # too short to tell
+    assert respeller.respelled("x" * 3000 + " ordinnal") is None  # a line this long is machine output

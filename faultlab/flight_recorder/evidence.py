@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from ..errors import BadInput
-from ..log_scan import job_places
+from ..log_inputs import job_places
 from .analysis import analyse
 from .dumps import HostileDump, load_dump, rank_of_file
 from .records import Analysis, FlightRecorderCapture, MissingDump
@@ -124,7 +124,7 @@ def evidence_from_dumps(paths: list[Path]) -> DumpEvidence:
         if dump.rank in dumps:
             raise BadInput(f"{path}: a second dump for rank {dump.rank} (also {dumps[dump.rank].source})")
         dumps[dump.rank] = dump
-    # An error file's rank, as a log's: from its path below the inputs (log_scan.job_places).
+    # An error file's rank, as a log's: from its path below the inputs (log_inputs.job_places).
     places = job_places([Path(path) for path in paths], [str(path) for path in files])
     errors = [found for found in (_error_file(path, place.rank) for path, place in zip(files, places))
               if found is not None]
