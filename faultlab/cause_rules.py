@@ -86,6 +86,10 @@ RULES: tuple[Rule, ...] = (
            why="node 0, the store's host, wrote its first line only after the other nodes had given up dialing its "
                "store: it started too late for them")
       for dial in STORE_DIAL_FAILURES),
+    # NCCL retries a refused connect while its peer starts listening; Init COMPLETE says the retry got through.
+    *(Rule(retried, "NCCL dialed a peer itself and then finished its communicator", specificity=0.1,
+           why="NCCL's connect was refused at first, then its communicator was complete (Init COMPLETE): the retry "
+               "got through") for retried in ("nccl-connect-failed", "connection-refused")),
     Rule("connection-refused", "the store client was refused at a loopback address",
          ("wrong-master-addr", "wrong-socket-interface"), 0.85,
          why="the store's address is a loopback: MASTER_ADDR (or the host name it resolves to) points at the dialing host"),

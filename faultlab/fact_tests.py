@@ -169,6 +169,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "nothing failed before the job was stopped from outside": lambda f, s: all(
         SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
+    "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
+        "nccl-connect-failed" in s and f.nccl_init_complete),
     "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.launcher_signals,
     "a main thread waits outside every collective while others wait in one": lambda f, s: (
         main_thread_waits_apart(f.stacks) and any(stack.in_collective for stack in f.stacks)),

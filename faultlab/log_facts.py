@@ -34,7 +34,7 @@ SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
                          r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]{0,200})\])?")
 # A training script's own progress line: its rank, its epoch and the step within it ([i/N], step i, iter i).
-SCRIPT_RANK = re.compile(r"(?i)\brank\W{0,3}(\d{1,6})\b")
+SCRIPT_RANK = re.compile(r"(?i)(?:^|[\[(:|\]]\s*)rank\W{0,3}(\d{1,6})\b")  # as a label, as ctx-rank-progress has it
 SCRIPT_EPOCH = re.compile(r"(?i)\bepoch\b\W{0,3}(\d{1,6})\b")
 SCRIPT_STEP = re.compile(r"(?i)\[\s*(\d{1,9})\s*/\s*(?:\d+|all)\s*\]|\b(?:step|iter(?:ation)?)\b\W{0,3}(\d{1,9})\b")
 WORK_PROGRESS = re.compile(r"last enqueued (?:NCCL )?work: (\d+), last completed (?:NCCL )?work: (\d+)")
@@ -264,7 +264,7 @@ def _read_collectives(facts: Facts, rank, line: str) -> None:
     for named_rank, seq, op, shape in FINGERPRINT.findall(line):
         facts.fingerprints.append((int(named_rank), int(seq) if seq else None, op, shape))
     script_rank, epoch, step = SCRIPT_RANK.search(line), SCRIPT_EPOCH.search(line), SCRIPT_STEP.search(line)
-    if script_rank and epoch and step:
+    if script_rank and epoch and step and script_rank.start() < epoch.start():
         steps = facts.script_epochs.setdefault(_first_int(step), {})
         steps.setdefault(int(script_rank[1]), set()).add(int(epoch[1]))
     progress = WORK_PROGRESS.search(line)

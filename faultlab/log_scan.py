@@ -195,13 +195,20 @@ def _respeller() -> pasted.Respeller:
 
 @functools.lru_cache(maxsize=4096)  # the same error lines recur in every rank's file
 def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
-    """An error line with its misspelt words respelled, read as the machine wrote it like a page's quotes
-    (pasted.as_written), and the signatures it then matches (none if nothing was misspelt)."""
-    retyped = _respeller().respelled(text)
-    if retyped is None:
-        return text, ()
-    labels = {label for _, label in _finder(False).find(retyped.encode())}
-    return retyped, tuple(sorted(label for label in labels if _matches(SIGNATURES_BY_ID[label].regex, retyped)))
+    """An error line read with the misspelt words a signature needed respelled (as a page's quotes are read
+    as the machine wrote them, pasted.as_written), and the signatures it then matches (none: the line as is)."""
+    corrections = _respeller().corrections(text)
+    retyped = pasted.with_corrections(text, corrections)
+    labels = {label for _, label in _finder(False).find(retyped.encode())} if corrections else set()
+    matched = tuple(sorted(label for label in labels if _matches(SIGNATURES_BY_ID[label].regex, retyped)))
+    spans = [found.span() for found in (SIGNATURES_BY_ID[label].regex.search(retyped) for label in matched) if found]
+    needed, shift = [], 0
+    for start, end, word in corrections:
+        at = start + shift
+        if any(span_start < at + len(word) and at < span_end for span_start, span_end in spans):
+            needed.append((start, end, word))
+        shift += len(word) - (end - start)
+    return pasted.with_corrections(text, needed), matched
 
 
 def _finder(with_error_lines: bool = True) -> _LiteralFinder:
@@ -351,7 +358,9 @@ class _BlockState:
         for signature_id in matched if line_number not in self.joined_pieces else ():
             self._keep(signature_id, rank, line_number, text)
         if ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT:
-            retyped, retyped_matches = _retyped_matches(text)
+            # a longer line is machine output, never retyped (and never a cache key)
+            retyped, retyped_matches = (_retyped_matches(text) if len(text) <= pasted.Respeller.LONGEST_LINE
+                                        else (text, ()))
             if line_number not in self.joined_pieces:
                 for signature_id in set(retyped_matches) - set(matched):
                     self._keep(signature_id, rank, line_number, retyped)

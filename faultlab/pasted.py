@@ -10,9 +10,10 @@ often passed through a web page, a terminal or a log collector first:
   `(Actor pid=N, ip=A)`, markdown quotes):
   signatures that anchor at the start of a line are matched against the line without them
   (`body`), while the line shown stays whole;
-- an error retyped by hand, one letter wrong ("invalid device ordinnal", "unhanled system error"): the
+- an error retyped by hand, one letter wrong ("invalid device ordinnal", "Connection refsued"): the
   error lines diagnose keeps are read again with each such word spelled as the signatures' literals
-  spell it (`Respeller`), and what a whole signature then matches counts, the line read as respelled;
+  spell it (`Respeller`); what a whole signature then matches counts, and the line is read with the
+  words that signature needed respelled (the poster's other words as typed);
 - in a file small enough to be a paste, long lines hard-wrapped at the terminal's width: every
   line of exactly the widest length is continued by the next one (`wrapped_lines`; a prefix that
   quoting or labelling put on every piece is taken off the continuations), and a signature
@@ -71,36 +72,33 @@ class Respeller:
     TOKENS_REMEMBERED = 100_000
 
     def __init__(self, words) -> None:
-        self.known = {word.lower() for word in words if self.WORD.fullmatch(word)}
-        self.corrections: dict[str, str | None] = {}  # token -> its known word, as found so far
+        self.known: dict[str, str] = {}  # lower case -> as the literals spell it (RendezvousTimeoutError)
+        for word in words:
+            if self.WORD.fullmatch(word):
+                self.known.setdefault(word.lower(), word)
+        self.remembered: dict[str, str | None] = {}  # token -> its known word, as found so far
         self.by_deletion: dict[str, set[str]] = {}
         for word in self.known:
             for form in _deletions(word):
                 self.by_deletion.setdefault(form, set()).add(word)
 
-    def respelled(self, line: str) -> str | None:
-        """`line` with its misspelt known words corrected; None when none was."""
+    def corrections(self, line: str) -> list[tuple[int, int, str]]:
+        """(start, end, the word respelled) of each misspelt known word in `line`, in order."""
         if len(line) > self.LONGEST_LINE:
-            return None
-        changed = False
-
-        def correct(match: re.Match) -> str:
-            nonlocal changed
+            return []
+        found = []
+        for match in self.WORD.finditer(line):
             token = match[0]
             lowered = token.lower()
-            if lowered in self.corrections:
-                word = self.corrections[lowered]
+            if lowered in self.remembered:
+                word = self.remembered[lowered]
             else:
                 word = self._known_word_for(lowered)
-                if len(self.corrections) < self.TOKENS_REMEMBERED:
-                    self.corrections[lowered] = word
-            if word is None:
-                return token
-            changed = True
-            return word.upper() if token.isupper() else word.capitalize() if token[0].isupper() else word
-
-        line = self.WORD.sub(correct, line)
-        return line if changed else None
+                if len(self.remembered) < self.TOKENS_REMEMBERED:
+                    self.remembered[lowered] = word
+            if word is not None:
+                found.append((match.start(), match.end(), _in_case_of(token, self.known[word])))
+        return found
 
     def _known_word_for(self, token: str) -> str | None:
         if token in self.known:
@@ -110,6 +108,21 @@ class Respeller:
             candidates |= self.by_deletion.get(form, set())
         matches = sorted(word for word in candidates if _one_edit_apart(token, word))
         return matches[0] if len(matches) == 1 else None
+
+
+def with_corrections(line: str, corrections: list[tuple[int, int, str]]) -> str:
+    pieces, last = [], 0
+    for start, end, word in corrections:
+        pieces += [line[last:start], word]
+        last = end
+    return "".join(pieces) + line[last:]
+
+
+def _in_case_of(token: str, word: str) -> str:
+    """`word` as the literals spell it, its first letter (or all of it) in the case the poster typed."""
+    if token.isupper():
+        return word.upper()
+    return (word[0].upper() if token[0].isupper() else word[0].lower()) + word[1:]
 
 
 def _deletions(word: str) -> set[str]:

@@ -62,7 +62,9 @@ CONTEXT: tuple[Signature, ...] = (
       "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
       literals=("last enqueued",), effect="context"),
     S("ctx-rank-progress", "A training script's own progress line, naming its rank and epoch",
-      r"(?i)\brank\W{0,3}\d{1,6}\b.{0,160}?\bepoch\b\W{0,3}\d|\bepoch\b\W{0,3}\d{1,6}\b.{0,160}?\brank\W{0,3}\d",
+      # the rank first, near the line's start, as a label ("[rank0]:", "]:Rank:2", "| Rank 3"), not a value
+      # ("median rank 12", "lora rank 8"); the first 256 lines per rank are read
+      r"(?i)^.{0,120}?(?:^|[\[(:|\]]\s*)rank\W{0,3}\d{1,6}\b.{0,160}?\bepoch\b\W{0,3}\d",
       "neutral",
       "Where each rank stands in training by its own count: in lockstep training every rank is in the same epoch "
       "at a given step, so ranks whose lines disagree ran different numbers of steps (and so of collectives).", (),

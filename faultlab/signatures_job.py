@@ -229,12 +229,6 @@ JOB: tuple[Signature, ...] = (
       literals=("shared memory segment", "posix_fallocate failed", "failed to extend /dev/shm", "shm_open failed",
                 "failed to create shared memory file", "Could not map "),
       suggests=("shm-exhausted",), family="shm", specificity=0.85),
-    S("shm-small", "The log says /dev/shm is small",
-      r"/dev/shm has only \d+ bytes available", "neutral",
-      "Ray (under vLLM and others) warns that /dev/shm is small: a container's 64 MB default, too little for NCCL's "
-      "segments between the GPUs of one host or for DataLoader workers' batches. A hazard, not a failure: any "
-      "primary sign outranks it.", (),
-      literals=("/dev/shm has only",), suggests=("shm-exhausted",), family="shm", effect="side", specificity=0.3),
     S("dataloader-worker-died", "A DataLoader worker exited unexpectedly",
       r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\)? exited unexpectedly", "culprit",
       "A worker process died without a Python error: /dev/shm too small for its batches, or the host's "

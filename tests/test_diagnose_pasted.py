@@ -168,6 +168,10 @@ def test_lines_of_one_format_are_lines_of_their_own():
     assert [(first, pieces) for first, pieces, _ in runs] == [(39, [flood[0], "end"])] and not sure
 
 
+def _respelled(respeller: pasted.Respeller, line: str) -> str:
+    return pasted.with_corrections(line, respeller.corrections(line))
+
+
 @pytest.mark.parametrize("retyped, cause", [
     ("RuntimeError: CUDA error: invalid device ordinnal", "too-few-gpus"),  # a letter too many
     ("RuntimeError: Adress already in use", "port-in-use"),  # one missing
@@ -180,16 +184,23 @@ def test_an_error_retyped_by_hand_with_one_letter_wrong_is_read(tmp_path, retype
     found = diagnose.diagnose([tmp_path / "job.log"])
     assert found.causes and found.causes[0].cause == cause
     # read, like a page's quotes, as the machine wrote it
-    respelled = pasted.Respeller(["ordinal", "address", "detected", "refused"]).respelled(retyped)
+    respelled = _respelled(pasted.Respeller(["ordinal", "address", "detected", "refused"]), retyped)
     assert respelled in [item.line for item in found.evidence if item.signature in found.causes[0].signatures]
 
 
+def test_only_the_words_a_signature_needed_are_respelled_in_the_line_shown(tmp_path):
+    (tmp_path / "job.log").write_text("Traceback (most revent call last): RuntimeError: Adress already in use\n")
+    found = diagnose.diagnose([tmp_path / "job.log"])
+    assert "Traceback (most revent call last): RuntimeError: Address already in use" in [
+        item.line for item in found.evidence if item.signature == "address-in-use"]
+
+
 def test_respelling_only_corrects_long_words_one_edit_from_exactly_one_known_word():
-    respeller = pasted.Respeller(["ordinal", "already", "detected", "protected"])
-    assert respeller.respelled("invalid device ordinnal") == "invalid device ordinal"
-    assert respeller.respelled("Alredy here, ALREADDY there") == "Already here, ALREADY there"
-    assert respeller.respelled("invalid device ordinal") is None  # nothing misspelt
-    assert respeller.respelled("ordinals of a device") == "ordinal of a device"  # one edit, whatever it means
-    assert respeller.respelled("ordinary words stay") is None  # two edits away
-    assert respeller.respelled("ordnl") is None  # too short to tell
-    assert respeller.respelled("x" * 3000 + " ordinnal") is None  # a line this long is machine output
+    respeller = pasted.Respeller(["ordinal", "already", "detected", "protected", "RendezvousTimeoutError", "detect"])
+    assert _respelled(respeller, "invalid device ordinnal") == "invalid device ordinal"
+    assert _respelled(respeller, "Alredy here, ALREADDY there") == "Already here, ALREADY there"
+    assert _respelled(respeller, "RendezvousTimoutError") == "RendezvousTimeoutError"  # spelt as the literal is
+    assert not respeller.corrections("invalid device ordinal")  # nothing misspelt
+    assert not respeller.corrections("ordinary words stay")  # two edits away
+    assert not respeller.corrections("detct")  # one edit, but too short a word to tell
+    assert not respeller.corrections("x" * 3000 + " ordinnal")  # a line this long is machine output
