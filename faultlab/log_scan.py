@@ -198,8 +198,10 @@ def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
     """An error line read with the misspelt words a signature needed respelled (as a page's quotes are read
     as the machine wrote them, pasted.as_written), and the signatures it then matches (none: the line as is)."""
     corrections = _respeller().corrections(text)
+    if not corrections:
+        return text, ()
     retyped = pasted.with_corrections(text, corrections)
-    labels = {label for _, label in _finder(False).find(retyped.encode())} if corrections else set()
+    labels = {label for _, label in _finder(False).find(retyped.encode())}
     matched = tuple(sorted(label for label in labels if _matches(SIGNATURES_BY_ID[label].regex, retyped)))
     spans = [found.span() for found in (SIGNATURES_BY_ID[label].regex.search(retyped) for label in matched) if found]
     needed, shift = [], 0

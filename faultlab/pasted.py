@@ -103,8 +103,11 @@ class Respeller:
     def _known_word_for(self, token: str) -> str | None:
         if token in self.known:
             return None
-        candidates = set(self.by_deletion.get(token, ())) | {form for form in _deletions(token) if form in self.known}
-        for form in _deletions(token):
+        forms = _deletions(token)
+        # a letter missing from the typed token (it is a deletion of a known word), one extra (a deletion of it
+        # is known), or one wrong or swapped (a deletion of each meets)
+        candidates = set(self.by_deletion.get(token, ())) | (forms & self.known.keys())
+        for form in forms:
             candidates |= self.by_deletion.get(form, set())
         matches = sorted(word for word in candidates if _one_edit_apart(token, word))
         return matches[0] if len(matches) == 1 else None
