@@ -89,10 +89,16 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         id="wrong-socket-interface",
-        title="GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names a missing interface",
-        what="The backend is told to use a network interface the host does not have.",
-        confirm="gloo 'Unable to find address for: <ifname>' (NCCL: no socket interface found) on the misconfigured node.",
-        fix="Set the variable to an interface that exists on every node (`ip -br addr`), or unset it.",
+        title="GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names a missing interface, or the wrong one is picked",
+        what=(
+            "The backend is told to use a network interface the host does not have, or, left to choose, "
+            "picks one the other hosts cannot reach (loopback, docker0, a link-local address)."
+        ),
+        confirm=(
+            "gloo 'Unable to find address for: <ifname>' (NCCL: no socket interface found) on the misconfigured "
+            "node; or peers dialing a 127.x / 169.254.x / docker address in connect errors."
+        ),
+        fix="Set the variable to an interface that exists on every node and reaches the others (`ip -br addr`).",
         prevent="Set interface names per cluster in one place; check them in a preflight run.",
     ),
     Cause(

@@ -319,19 +319,18 @@ class _BlockState:
     def _scan_wrapped(self, block: bytes) -> None:
         """Signatures on lines that a hard wrap split, matched on the lines joined again."""
         lines = block.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")[:-1]
-        wrapped, sure = pasted.wrapped_lines(lines)
         finder, seen = _finder(False), set()
-        for line in wrapped:
+        for line in pasted.wrapped_lines(lines):
             line_number = self.line_base + line.first + 1
-            if sure:  # the pieces are not lines of their own: what they match is the whole line's
+            if line.sure:  # the pieces are not lines of their own: what they match is the whole line's
                 self.joined_pieces.update(range(line_number, line_number + len(line.pieces)))
             labels = {label for reading in line.readings if reading not in seen
                       for _, label in finder.find(reading.encode())}
             seen.update(line.readings)
             if labels:
-                self._take_across(line, labels, sure, line_number)
+                self._take_across(line, labels, line_number)
 
-    def _take_across(self, line: pasted.WrappedLine, labels: set[str], sure: bool, line_number: int) -> None:
+    def _take_across(self, line: pasted.WrappedLine, labels: set[str], line_number: int) -> None:
         """Keep what the joined line matches: all of it where the wrap is sure (the whole line
         carries what the pieces cut: an address, a count), else only what no piece matches alone."""
         readings = [pasted.as_written(ANSI_ESCAPE.sub("", reading)).rstrip() for reading in line.readings]
@@ -341,7 +340,7 @@ class _BlockState:
         for signature_id in sorted(labels):
             regex = SIGNATURES_BY_ID[signature_id].regex
             text = next((reading for reading in readings if _matches(regex, reading)), None)
-            if text is not None and (sure or not any(_matches(regex, piece) for piece in pieces)):
+            if text is not None and (line.sure or not any(_matches(regex, piece) for piece in pieces)):
                 self._keep(signature_id, rank, line_number, text)
 
     def _keep(self, signature_id: str, rank: int | None, line_number: int, text: str) -> None:

@@ -17,7 +17,8 @@ often passed through a web page, a terminal or a log collector first:
 - in a file small enough to be a paste, long lines hard-wrapped at the terminal's width: every
   line of exactly the widest length is continued by the next one (`wrapped_lines`; a prefix that
   quoting or labelling put on every piece is taken off the continuations), and a signature
-  broken by a wrap is matched across it.
+  broken by a wrap is matched across it; lines word-wrapped by an editor or a mail (broken at
+  spaces, so of different lengths) are read joined too, as a guess.
 """
 
 from __future__ import annotations
@@ -202,33 +203,61 @@ class WrappedLine:
     first: int  # index of its first piece
     pieces: list[str]
     readings: tuple[str, ...]  # the line joined again; two where a dropped space cannot be told
+    sure: bool  # surely one line: its pieces are not lines of their own
 
 
-def wrapped_lines(lines: list[str]) -> tuple[list[WrappedLine], bool]:
-    """Every line that a hard wrap may have split, and whether the lines surely were wrapped.
+def wrapped_lines(lines: list[str]) -> list[WrappedLine]:
+    """Every line that a hard wrap, or failing that a word wrap, may have split.
 
-    A wrapped paste's full lines all end at the terminal's edge: the widest length, each continued
+    A hard-wrapped paste's full lines all end at the terminal's edge: the widest length, each continued
     by the next line, unless that begins a line of its own (lines of one format, one per rank, are
     often all of one length). Several distinct full lines make the wrap sure; one makes it a guess,
     and a guess costs little: across its join, only what no piece matches alone is taken. Where the
     edge fell on a space the copy dropped it, so a line one shorter is full too: where the wrap is
-    sure, its space is put back; a guess is read both with and without one."""
-    lengths = [len(line) for line in lines]
+    sure, its space is put back; a guess is read both with and without one. A sure wrap is read with
+    a space at every break as well: an editor's word wrap can leave lines of one length too."""
+    lengths = [len(as_written(line)) for line in lines]  # a page escapes what the terminal had wrapped
     width = max(lengths[:-1], default=0)
     if width < WRAP_MIN_WIDTH:
-        return [], False
+        return []
     sure = len({piece for first, last in _runs(lines, lengths, width) for piece in lines[first:last]}) > 1
     wrapped = []
     for first, last in _runs(lines, lengths, width - 1):
         pieces = lines[first:last + 1]
         texts = _without_repeated_prefix(pieces)
         if sure:
-            restored = [text if len(piece) == width else text + " " for piece, text in zip(pieces, texts[:-1])]
-            readings = ("".join(restored) + texts[-1],)
+            restored = [text if length == width else text + " " for length, text in zip(lengths[first:], texts[:-1])]
+            readings = tuple(dict.fromkeys(("".join(restored) + texts[-1], " ".join(texts))))
         else:
             readings = ("".join(texts), " ".join(texts))
-        wrapped.append(WrappedLine(first, pieces, readings))
-    return wrapped, sure
+        wrapped.append(WrappedLine(first, pieces, readings, sure))
+    if not sure:
+        taken = {index for line in wrapped for index in range(line.first, line.first + len(line.pieces))}
+        for first, last in _word_wrapped_runs(lines, lengths, taken):
+            pieces = lines[first:last + 1]
+            wrapped.append(WrappedLine(first, pieces, (" ".join(_without_repeated_prefix(pieces)),), False))
+        wrapped.sort(key=lambda line: line.first)
+    return wrapped
+
+
+def _word_wrapped_runs(lines: list[str], lengths: list[int], taken: set[int]) -> list[tuple[int, int]]:
+    """(first, last) index of every run of lines that a word wrap may have made: long lines, each
+    continued by the next, and each broken only because the next line's first word would have
+    passed the run's widest line (a wrap breaks at the last space that fits)."""
+    runs, index, last = [], 0, len(lines) - 1
+    while index < last:
+        first = index
+        while (index < last and index - first < WRAP_MAX_PIECES and not {index, index + 1} & taken
+               and lengths[index] >= WRAP_MIN_WIDTH and not _own_line(lines[index + 1], lines[first])):
+            index += 1
+        width = max(lengths[first:index], default=0)
+        end = first
+        while end < index and lengths[end] + 1 + len(lines[end + 1].split(" ", 1)[0]) > width:
+            end += 1
+        if end > first:
+            runs.append((first, end))
+        index = max(end, first) + 1
+    return runs
 
 
 def _without_repeated_prefix(pieces: list[str]) -> list[str]:

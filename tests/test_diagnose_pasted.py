@@ -3,6 +3,7 @@
 import dataclasses
 import html
 import shutil
+import textwrap
 
 import pytest
 
@@ -125,8 +126,8 @@ def test_a_surely_wrapped_line_is_read_whole_not_as_its_pieces(tmp_path):
 
 
 def _runs(lines):
-    wrapped, sure = pasted.wrapped_lines(lines)
-    return [(line.first, line.pieces, line.readings) for line in wrapped], sure
+    wrapped = pasted.wrapped_lines(lines)
+    return [(line.first, line.pieces, line.readings) for line in wrapped], any(line.sure for line in wrapped)
 
 
 def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
@@ -134,7 +135,8 @@ def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
     assert _runs(lines) == ([(0, lines[:2], ("x" * 55 + "Address alreadyin use", "x" * 55 + "Address already in use"))],
                             False)
     lines = ["a" * 80, "b" * 80, "c" * 20, "d" * 79, "e"]  # "d"'s edge fell on a space the copy dropped
-    assert _runs(lines) == ([(0, lines[:3], ("a" * 80 + "b" * 80 + "c" * 20,)),
+    # a full line may also have been an editor's word wrap: read with a space at each break too
+    assert _runs(lines) == ([(0, lines[:3], ("a" * 80 + "b" * 80 + "c" * 20, "a" * 80 + " " + "b" * 80 + " " + "c" * 20)),
                              (3, lines[3:], ("d" * 79 + " e",))], True)
     assert _runs(["short", "lines", "only"]) == ([], False)
 
@@ -143,8 +145,26 @@ def test_a_wrapped_paste_quoted_whole_joins_without_the_quotes_on_its_pieces():
     # Quoted in markdown after the wrap (or labelled by srun): every piece carries the prefix; only
     # the outer prefixes the first piece carries are taken off the others.
     lines = ["> (Worker pid=7) " + "a" * 70, "> " + "b" * 85, "> c", "> " + "d" * 85, "> e"]
-    assert _runs(lines) == ([(0, lines[:3], ("> (Worker pid=7) " + "a" * 70 + "b" * 85 + "c",)),
-                             (3, lines[3:], ("> " + "d" * 85 + "e",))], True)
+    assert _runs(lines) == ([(0, lines[:3], ("> (Worker pid=7) " + "a" * 70 + "b" * 85 + "c",
+                                             "> (Worker pid=7) " + "a" * 70 + " " + "b" * 85 + " c")),
+                             (3, lines[3:], ("> " + "d" * 85 + "e", "> " + "d" * 85 + " e"))], True)
+
+
+@pytest.mark.parametrize("width", [62, 66])  # lines of different lengths; two of one length (a "sure" wrap)
+def test_a_word_wrapped_paste_is_read_joined(tmp_path, width):
+    error = ("RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus error. It is possible that "
+             "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.")
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(textwrap.wrap(error, width)) + "\n")
+    found = diagnose.diagnose([log])
+    assert found.causes[0].cause == "shm-exhausted"
+    assert any("killed by signal: Bus error" in item.line and item.line_number == 1 for item in found.evidence)
+
+
+def test_a_word_wrap_breaks_only_where_the_next_word_would_not_fit():
+    # the widest line is a line of its own; "refused" would have fitted after the 62: that line ended
+    lines = ["w" * 90, '  File "train.py", line 3', "x" * 75, "y" * 62, "refused to go on", "z"]
+    assert _runs(lines) == ([(2, lines[2:4], ("x" * 75 + " " + "y" * 62,))], False)
 
 
 def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
