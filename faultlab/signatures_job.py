@@ -150,13 +150,15 @@ JOB: tuple[Signature, ...] = (
     S("launcher-not-used", "The framework found no launcher around the script",
       r"parallel_mode != ParallelMode\.DISTRIBUTED\. In order to use Torch DDP, launch your script with"
       r"|The .srun. command is available on your system but is not used"
-      r"|(?:^|- )Distributed environment: (?:DistributedType\.)?NO\s*$", "neutral",
+      r"|(?:^|- )Distributed environment: (?:DistributedType\.)?NO\s*$"
+      r"|NotImplementedError: Only DistributedDataParallel is supported", "neutral",
       "transformers found a process group its own arguments know nothing of; Lightning found srun unused inside a "
-      "SLURM allocation; accelerate's state printout says one process and no distributed set-up: the script was "
-      "started with plain python where a launcher (torchrun, srun, accelerate launch) was meant to start it. "
+      "SLURM allocation; accelerate's state printout says one process and no distributed set-up; MoCo's code (and "
+      "its many forks) refuses to run outside its distributed mode: the script was started with plain python "
+      "where a launcher (torchrun, srun, accelerate launch, the script's own spawning mode) was meant to start it. "
       "Runs meant for one process print these too, so alone they leave 'not in the catalog' first.",
       literals=("In order to use Torch DDP, launch your script with", "is available on your system but is not used",
-                "Distributed environment: "),
+                "Distributed environment: ", "Only DistributedDataParallel is supported"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.45),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",

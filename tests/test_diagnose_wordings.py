@@ -536,6 +536,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
     (N, 'no-launcher',
      'Distributed environment: NO\nNum processes: 1\nProcess index: 0\nLocal process index: 0\nDevice: cuda\n'),
     (N, 'no-launcher', '06/01/2023 12:00:00 - INFO - __main__ - Distributed environment: NO\n'),
+    # MoCo's main_worker (and its forks') refusal to run outside its own distributed mode.
+    (N, 'no-launcher', 'NotImplementedError: Only DistributedDataParallel is supported.\n'),
     # The launcher's world and torch's, or the scheduler's tasks and the trainer's, disagree.
     ('world-size-mismatch', None,
      'RuntimeError: Torch distributed has been initialized with a value of 8 for world size, but environment '
