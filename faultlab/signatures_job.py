@@ -49,11 +49,12 @@ JOB: tuple[Signature, ...] = (
     # Every public trace in the development set that had gone into set_device failed on the device index; a
     # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there. For
     # pastes cut short only: a recording keeps the whole trace.
-    S("set-device-in-trace", "A traceback that went into torch's set_device",
-      r"torch[/\\]cuda[/\\]__init__\.py\", line \d+, in set_device\b", "culprit",
-      "The trace went into torch.cuda.set_device: where it was cut before its error line, the device index the "
-      "process asked for is the likeliest failure.",
-      (), literals=(", in set_device",), suggests=("too-few-gpus", "rank-as-device-id"), family="device-index",
+    S("set-device-in-trace", "A traceback that went into torch's set_device (or CuPy's Device.use)",
+      r"torch[/\\]cuda[/\\]__init__\.py\", line \d+, in set_device\b"
+      r"|cupy[/\\]cuda[/\\]device\.pyx\", line \d+, in cupy\.cuda\.device\.Device\.use\b", "culprit",
+      "The trace went into torch.cuda.set_device (or CuPy's Device.use, which NCCL code on CuPy calls): where it "
+      "was cut before its error line, the device index the process asked for is the likeliest failure.",
+      (), literals=(", in set_device", "in cupy.cuda.device.Device.use"), suggests=("too-few-gpus", "rank-as-device-id"), family="device-index",
       effect="side", specificity=0.6),
     S("duplicate-device-ids", "The trainer was given one GPU twice",
       r"Device ID's \(GPU\) must be unique", "culprit",

@@ -580,6 +580,12 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[rank6]:     torch.cuda.set_device(self.device)\n'
      '[rank6]:   File "/workspace/pypacks/torch/cuda/__init__.py", line 399, in set_device\n'
      '[rank6]:     torch._\n'),
+    # The same in CuPy's Device.use (NCCL code built on CuPy picks its GPU there).
+    ('too-few-gpus', 'rank-as-device-id',
+     '  File "/home/user/train/comm/nccl_backend.py", line 31, in __init__\n'
+     '    cupy.cuda.Device(cuda_id).use()\n'
+     '  File "cupy/cuda/device.pyx", line 196, in cupy.cuda.device.Device.use\n'
+     '  File "cupy/cuda/device.pyx", line 222, in cupy.cuda.device.Device.use\n'),
 ]
 
 
