@@ -96,7 +96,7 @@ JOB: tuple[Signature, ...] = (
                 "since the accelerator is not available", "GPUs requested but none are available", "No HIP GPUs",
                 "no ROCm-capable device", "No XPU devices", "Your assigned backend nccl is not",
                 "cuda is not available. Please check"),
-      suggests=("nccl-without-gpu",), family="backend", specificity=0.95),
+      suggests=("nccl-without-gpu",), family="backend", specificity=0.85),
     S("torch-without-cuda", "This torch was built without CUDA", r"Torch not compiled with CUDA enabled", "culprit",
       "A CPU-only torch build cannot give nccl (or any CUDA work) a GPU; a script meant for one may fail "
       "here for other reasons too.", literals=("not compiled with CUDA",), suggests=("nccl-without-gpu",),
