@@ -79,6 +79,9 @@ RULES: tuple[Rule, ...] = (
          ("collective-mismatch", "straggler-rank"), 0.6,
          why="the script's own lines put ranks in different epochs at the same step: they ran different numbers of "
              "steps (uneven data per rank), so their collectives no longer pair up"),
+    Rule("fr-trace-missing-ranks", "every rank of the group but one is missing from a collective", ("collective-mismatch",),
+         0.9, why="torch's Flight Recorder analyzer finds every rank but one missing from a collective: that one "
+                  "issued a collective no other rank did"),
     Rule("ctx-rank-announced", "under SLURM only the first of several processes started", ("no-launcher",), 0.7,
          why="SLURM was to start the processes, but only the first announced itself and nothing failed: the batch "
              "script ran python once instead of through srun"),

@@ -17,7 +17,7 @@ from . import cause_rules
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
-from .log_facts import read_facts, stamp_of, untouched_pid, waited_seconds
+from .log_facts import analyzer_odd_rank, read_facts, stamp_of, untouched_pid, waited_seconds
 from .log_inputs import job_places, log_files
 from .log_scan import ERROR_LINES_KEPT, Evidence, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
@@ -289,6 +289,12 @@ def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
     """With no rank's own error in the logs: who is missing, or who the launcher saw die."""
     unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
     first_failures = set(facts.failed_workers)
+    odd = analyzer_odd_rank(facts)
+    if odd is not None:
+        return odd, f"torch's Flight Recorder analyzer finds every other rank missing from a collective rank {odd} issued"
+    if len(facts.analyzer_ranks) == 1:
+        rank = next(iter(facts.analyzer_ranks))
+        return rank, f"torch's Flight Recorder analyzer, comparing the ranks' dumps, named rank {rank}"
     if len(facts.awaited_ranks) == 1:
         rank = next(iter(facts.awaited_ranks))
         return rank, f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 from typing import Callable
 
-from .log_facts import Facts, ranks_in_different_epochs
+from .log_facts import Facts, analyzer_odd_rank, ranks_in_different_epochs
 from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
@@ -126,6 +126,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the visible devices are physical ids without device 0": lambda f, s: _physical_ids_may_be_the_index(f),
     "under SLURM only the first of several processes started": _one_slurm_task_of_several,
     "the ranks' own progress lines put them in different epochs at one step": lambda f, s: ranks_in_different_epochs(f),
+    "every rank of the group but one is missing from a collective": lambda f, s: analyzer_odd_rank(f) is not None,
     "the store client was refused at a loopback address": _store_refused_at_loopback,
     "the store's host started after the others gave up dialing it": lambda f, s: f.store_host_late,
     "the store client timed out at a loopback address, several nodes": lambda f, s: (

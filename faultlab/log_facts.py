@@ -71,6 +71,10 @@ AWAITED_UNIQUE_ID = re.compile(r"retrieving ncclUniqueId from \[(\d+)\]")
 # torch's desync report and gloo's monitored barrier name the ranks the others waited for.
 LAGGING_RANKS = re.compile(r"\[([\d, ]+)\] (?:are the lagging ranks|joined but didn't finish"
                            r"|finished collective #\d+, but didn't join)|waiting for send/recv from rank (\d+)")
+# torch's Flight Recorder analyzer names the ranks missing from a collective, without a dump, or at odds.
+ANALYZER_RANKS = re.compile(r"missing ranks: \{([\d, ]+)\}|missed FR dumps from ranks \(\{([\d, ]+)\}\)"
+                            r"|Culprit rank (\d+)")
+ANALYZER_EXPECTED = re.compile(r"expected ranks: \{([\d, ]+)\}")
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
@@ -144,6 +148,9 @@ class Facts:
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
+    analyzer_ranks: set = dataclasses.field(default_factory=set)  # ranks torch's Flight Recorder analyzer names
+    analyzer_missing: set = dataclasses.field(default_factory=set)  # ... as missing from a collective
+    analyzer_expected: set = dataclasses.field(default_factory=set)  # ... as the collective's group
     vanished_nodes: set = dataclasses.field(default_factory=set)  # nodes none of whose ranks wrote a line (diagnose fills it)
     # node 0, the store's host, wrote its first line only after another node gave up dialing it (diagnose fills it)
     store_host_late: bool = False
@@ -321,6 +328,8 @@ READERS = {
     "torch-shm-failed": ("shm",),
     "killed-by-sigbus": ("exits",), "launcher-signalled": ("exits",), "ib-completion-error": ("ib",), "nccl-remote-error": ("ib",),
     "store-wait-timeout": ("store",), "desync-report": ("store",), "monitored-barrier-missing-ranks": ("store",),
+    "fr-trace-mismatch": ("analyzer",), "fr-trace-missing-ranks": ("analyzer",), "fr-trace-missing-dumps": ("analyzer",),
+    "ctx-fr-expected-ranks": ("analyzer",),
 }
 NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-connect-timeout", "nccl-connect-failed",
                       "gloo-connect-failed", "name-not-resolved", "server-bind-failed", "address-in-use",
@@ -357,6 +366,12 @@ def read_facts(evidence) -> Facts:
             facts.awaited_ranks.update(int(rank) for rank in AWAITED_UNIQUE_ID.findall(line))
             for listed, single in LAGGING_RANKS.findall(line):
                 facts.awaited_ranks.update(int(rank) for rank in (listed or single).split(",") if rank.strip())
+        if "analyzer" in readers:
+            for missing, undumped, culprit in ANALYZER_RANKS.findall(line):
+                facts.analyzer_missing.update(_ranks_listed(missing))
+                facts.analyzer_ranks.update(_ranks_listed(missing) | _ranks_listed(undumped) | _ranks_listed(culprit))
+            for expected in ANALYZER_EXPECTED.findall(line):
+                facts.analyzer_expected.update(_ranks_listed(expected))
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
         if item.signature == "collective-timeout" and rank is not None:
@@ -383,6 +398,17 @@ def untouched_pid(facts: Facts) -> tuple[int, int] | None:
     if len(gaps) == 1 and pids[-1] - pids[0] < 4 * len(pids):
         return gaps[0], gaps[0] - pids[0]
     return None
+
+
+def _ranks_listed(text: str) -> set[int]:
+    return {int(rank) for rank in text.split(",") if rank.strip()}
+
+
+def analyzer_odd_rank(facts: Facts) -> int | None:
+    """The one rank torch's Flight Recorder analyzer does not list as missing from a collective of its group,
+    where it lists all the others: that rank issued a collective no other rank did."""
+    present = facts.analyzer_expected - facts.analyzer_missing
+    return next(iter(present)) if len(present) == 1 and len(facts.analyzer_missing) >= 2 else None
 
 
 def ranks_in_different_epochs(facts: Facts) -> bool:

@@ -1,5 +1,6 @@
-"""The signatures of py-spy's stacks and of context lines: lines that carry facts (device counts,
-interfaces, exit codes, progress) for diagnose's rules rather than a cause of their own.
+"""The signatures of what people run on a hang (py-spy's stacks, torch's Flight Recorder analyzer) and of
+context lines: lines that carry facts (device counts, interfaces, exit codes, progress) for diagnose's
+rules rather than a cause of their own.
 
 What a signature is: signatures.py.
 """
@@ -22,6 +23,33 @@ CONTEXT: tuple[Signature, ...] = (
       r"^\s*\w+ \((?:\S*/)?distributed_c10d\.py:\d+\)", "neutral",
       "The thread above it is inside a torch.distributed call; stacks that wait in different collectives "
       "took different paths.", (), literals=("distributed_c10d.py:",), family="stacks", keep=256),
+    # torch's Flight Recorder analyzer (python -m torch.distributed.flight_recorder.fr_trace, torchfrtrace) on
+    # the ranks' dumps, its report pasted: older versions say "collective 5 at entry 4", newer "sequence number: 5".
+    S("fr-trace-mismatch", "torch's Flight Recorder analyzer found ranks calling a collective differently",
+      r"Error type: (?:COLLECTIVE_TYPE|SIZE_OR_SYNTAX|COLLECTIVE_DTYPE)_MISMATCH"
+      r"|Input/output mismatch in the collective sequence number", "neutral",
+      "Compared across the ranks' dumps, one collective differs in its type, its sizes or its dtype: the ranks "
+      "called different collectives at the same point (the culprit rank is named).", (),
+      literals=("_MISMATCH", "Input/output mismatch in the collective"), suggests=("collective-mismatch",),
+      family="flight-recorder-report", specificity=0.9),
+    S("fr-trace-missing-ranks", "torch's Flight Recorder analyzer found ranks that never joined a collective",
+      r"Not all ranks joining collective|missing ranks: \{[\d, ]+\}", "neutral",
+      "Compared across the ranks' dumps, the ranks named never issued a collective the others issued: they "
+      "called something else (a collective more or fewer), or are behind (slow, or stuck outside any "
+      "collective).", (),
+      literals=("Not all ranks joining collective", "missing ranks: {"),
+      suggests=("collective-mismatch", "straggler-rank", "frozen-rank"), family="flight-recorder-report",
+      specificity=0.75),
+    S("fr-trace-missing-dumps", "torch's Flight Recorder analyzer had no dump from some ranks",
+      r"we missed FR dumps from ranks \(\{[\d, ]+\}\)", "neutral",
+      "The ranks named left no Flight Recorder dump while the others did: they died, or hung too hard to write "
+      "one (a main thread stuck outside torch, where the dump on timeout never fires).", (),
+      literals=("missed FR dumps from ranks",), suggests=("frozen-rank", "rank-crash", "straggler-rank"),
+      family="flight-recorder-report", specificity=0.6),
+    S("ctx-fr-expected-ranks", "The ranks of a collective's group, as torch's Flight Recorder analyzer lists them",
+      r"\bexpected ranks: \{[\d, ]+\}", "neutral",
+      "Beside the ranks missing from a collective: where all but one are missing, that one called it alone.", (),
+      literals=("expected ranks: {",), effect="context"),
     # -- context: lines that carry facts for diagnose's rules, no cause of their own ----------------
     S("ctx-worker-exit", "A worker's exit code as the launcher saw it",
       r"failed \(exitcode: -?\d+\) local_rank: \d+|exitcode\s*:\s*-?\d+ \(pid|rank\s*:\s*\d+ \(local_rank: \d+\)",

@@ -1,13 +1,15 @@
 """Flight Recorder dumps: the restricted unpickler, the portable record, the cross-rank analysis."""
 
 import dataclasses
+import json
 import os
 import pickle
 
 import pytest
+from conftest import ROOT
 from flight_recorder_dumps import gloo_dump, write_dumps
 
-from faultlab import serial
+from faultlab import diagnose, serial
 from faultlab.errors import BadInput
 from faultlab.flight_recorder.analysis import analyse
 from faultlab.flight_recorder.dumps import load_dump, parse_dump, torch_form, unpickle_plain
@@ -291,3 +293,21 @@ def test_a_damaged_dump_among_logs_is_noted_and_skipped(tmp_path):
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "none.db"), "diagnose", str(tmp_path)])
     assert result.exit_code in (0, 1), result.output
     assert "rank_0: not a Flight Recorder dump" in result.output
+
+
+# torch's analyzer's own reports, from the shipped recordings of faultlab's live runs (torch 2.13, gloo): the
+# report pasted as a log, alone, is read for its cause and the rank it names.
+@pytest.mark.parametrize("recording, first, culprit", [
+    ("shape-mismatch", "collective-mismatch", 1),  # "Culprit rank 1; Error type: SIZE_OR_SYNTAX_MISMATCH"
+    ("collective-order", "collective-mismatch", 1),  # COLLECTIVE_TYPE_MISMATCH
+    ("extra-collective", "collective-mismatch", 0),  # every rank but 0 missing from collective 3: 0 issued it alone
+    ("frozen-rank", "frozen-rank", 2),  # "we missed FR dumps from ranks ({2})"
+    ("straggler-collective", None, 0),  # "missing ranks: {0}": behind, or called something else
+])
+def test_torchs_analyzer_report_pasted_as_a_log_is_read(tmp_path, recording, first, culprit):
+    run = json.loads((ROOT / "recordings" / f"{recording}.cpu.json").read_text())["run"]
+    (tmp_path / "report.log").write_text(run["capture"]["flight_recorder"]["torch_analyzer"]["output"] + "\n")
+    found = diagnose.diagnose([tmp_path / "report.log"])
+    causes = [cause.cause for cause in found.causes]
+    assert causes[0] == first if first else {"collective-mismatch", "straggler-rank", "frozen-rank"} == set(causes[:3])
+    assert found.culprit == culprit
