@@ -259,8 +259,9 @@ def _name_culprit(culprits, victims, silent, facts, evidence, scans,
     In order: the only rank with an error of its own; the rank whose store key the waiting
     ranks waited for; the one rank that never reported waiting while the others did; the
     worker the launcher saw die first, if it died by a signal or nobody else was waiting
-    (otherwise that first failure is often a victim that timed out first); the worker the
-    launcher did not terminate."""
+    (otherwise that first failure is often a victim that timed out first); the rank torch's
+    Flight Recorder analyzer names (the one a collective's others are all missing from, the
+    one at odds, the one without a dump); the worker the launcher did not terminate."""
     if len(culprits) == 1:
         rank, why = culprits[0], "the only rank with an error of its own"
     elif culprits:
@@ -289,12 +290,6 @@ def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
     """With no rank's own error in the logs: who is missing, or who the launcher saw die."""
     unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
     first_failures = set(facts.failed_workers)
-    odd = analyzer_odd_rank(facts)
-    if odd is not None:
-        return odd, f"torch's Flight Recorder analyzer finds every other rank missing from a collective rank {odd} issued"
-    if len(facts.analyzer_ranks) == 1:
-        rank = next(iter(facts.analyzer_ranks))
-        return rank, f"torch's Flight Recorder analyzer, comparing the ranks' dumps, named rank {rank}"
     if len(facts.awaited_ranks) == 1:
         rank = next(iter(facts.awaited_ranks))
         return rank, f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
@@ -304,6 +299,12 @@ def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
         code, local_rank, pid = next(iter(first_failures))
         rank = facts.root_cause_ranks[0][0] if len(facts.root_cause_ranks) == 1 else local_rank
         return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
+    odd = analyzer_odd_rank(facts)
+    if odd is not None:
+        return odd, f"torch's Flight Recorder analyzer lists every other rank as missing from a collective rank {odd} issued"
+    if len(facts.analyzer_at_fault) == 1:
+        rank = next(iter(facts.analyzer_at_fault))
+        return rank, f"torch's Flight Recorder analyzer, comparing the ranks' dumps, names rank {rank} (at odds, or no dump)"
     if untouched_pid(facts):
         pid, rank = untouched_pid(facts)
         return rank, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"

@@ -16,6 +16,7 @@ import re
 import signal
 
 from . import log_stacks
+from .flight_recorder.report import CULPRIT_RANK, EXPECTED_RANKS, MISSING_RANKS, NO_DUMP_RANKS
 
 NUMBER = r"(-?\d+)"
 ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
@@ -71,10 +72,12 @@ AWAITED_UNIQUE_ID = re.compile(r"retrieving ncclUniqueId from \[(\d+)\]")
 # torch's desync report and gloo's monitored barrier name the ranks the others waited for.
 LAGGING_RANKS = re.compile(r"\[([\d, ]+)\] (?:are the lagging ranks|joined but didn't finish"
                            r"|finished collective #\d+, but didn't join)|waiting for send/recv from rank (\d+)")
-# torch's Flight Recorder analyzer names the ranks missing from a collective, without a dump, or at odds.
-ANALYZER_RANKS = re.compile(r"missing ranks: \{([\d, ]+)\}|missed FR dumps from ranks \(\{([\d, ]+)\}\)"
-                            r"|Culprit rank (\d+)")
-ANALYZER_EXPECTED = re.compile(r"expected ranks: \{([\d, ]+)\}")
+# torch's Flight Recorder analyzer names the ranks at odds, those without a dump, and each entry's group and
+# the ranks missing from it.
+ANALYZER_AT_FAULT = re.compile(f"{CULPRIT_RANK}|{NO_DUMP_RANKS}")
+ANALYZER_MISSING = re.compile(MISSING_RANKS)
+ANALYZER_EXPECTED = re.compile(EXPECTED_RANKS)
+ANALYZER_ENTRY_LINES = 12  # an entry's group comes a few lines after the ranks missing from it
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
@@ -148,9 +151,10 @@ class Facts:
     ib_codes: set = dataclasses.field(default_factory=set)
     duplicate_ranks: set = dataclasses.field(default_factory=set)
     awaited_ranks: set = dataclasses.field(default_factory=set)  # ranks whose store keys others waited for
-    analyzer_ranks: set = dataclasses.field(default_factory=set)  # ranks torch's Flight Recorder analyzer names
-    analyzer_missing: set = dataclasses.field(default_factory=set)  # ... as missing from a collective
-    analyzer_expected: set = dataclasses.field(default_factory=set)  # ... as the collective's group
+    analyzer_at_fault: set = dataclasses.field(default_factory=set)  # torch's FR analyzer: at odds, or no dump
+    # (file, line number, ranks) of each report entry's ranks missing from its collective, and of its group
+    analyzer_missing: list = dataclasses.field(default_factory=list)
+    analyzer_expected: list = dataclasses.field(default_factory=list)
     vanished_nodes: set = dataclasses.field(default_factory=set)  # nodes none of whose ranks wrote a line (diagnose fills it)
     # node 0, the store's host, wrote its first line only after another node gave up dialing it (diagnose fills it)
     store_host_late: bool = False
@@ -337,7 +341,7 @@ NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-con
 
 
 def read_facts(evidence) -> Facts:
-    """Facts from evidence lines (anything with .signature, .rank, .line and .place)."""
+    """Facts from evidence lines (anything with .signature, .path, .line_number, .rank, .line and .place)."""
     facts = Facts()
     for item in evidence:
         readers = READERS.get(item.signature, ())
@@ -367,11 +371,10 @@ def read_facts(evidence) -> Facts:
             for listed, single in LAGGING_RANKS.findall(line):
                 facts.awaited_ranks.update(int(rank) for rank in (listed or single).split(",") if rank.strip())
         if "analyzer" in readers:
-            for missing, undumped, culprit in ANALYZER_RANKS.findall(line):
-                facts.analyzer_missing.update(_ranks_listed(missing))
-                facts.analyzer_ranks.update(_ranks_listed(missing) | _ranks_listed(undumped) | _ranks_listed(culprit))
-            for expected in ANALYZER_EXPECTED.findall(line):
-                facts.analyzer_expected.update(_ranks_listed(expected))
+            for culprit, undumped in ANALYZER_AT_FAULT.findall(line):
+                facts.analyzer_at_fault.update(_ranks_listed(culprit) | _ranks_listed(undumped))
+            for found, listed in ((facts.analyzer_missing, ANALYZER_MISSING), (facts.analyzer_expected, ANALYZER_EXPECTED)):
+                found += [(item.path, item.line_number, _ranks_listed(ranks)) for ranks in listed.findall(line)]
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
         if item.signature == "collective-timeout" and rank is not None:
@@ -405,10 +408,17 @@ def _ranks_listed(text: str) -> set[int]:
 
 
 def analyzer_odd_rank(facts: Facts) -> int | None:
-    """The one rank torch's Flight Recorder analyzer does not list as missing from a collective of its group,
-    where it lists all the others: that rank issued a collective no other rank did."""
-    present = facts.analyzer_expected - facts.analyzer_missing
-    return next(iter(present)) if len(present) == 1 and len(facts.analyzer_missing) >= 2 else None
+    """The one rank that torch's Flight Recorder analyzer, in an entry of its report, does not list as missing
+    from a collective of its group while it lists all the others: that rank issued a collective no other rank
+    did. None where no entry says so, or entries name different ranks."""
+    odd = set()
+    for path, number, missing in facts.analyzer_missing:
+        group = next((ranks for where, at, ranks in facts.analyzer_expected
+                      if where == path and number < at <= number + ANALYZER_ENTRY_LINES), set())
+        present = group - missing
+        if len(present) == 1 and len(missing) >= 2:
+            odd |= present
+    return next(iter(odd)) if len(odd) == 1 else None
 
 
 def ranks_in_different_epochs(facts: Facts) -> bool:

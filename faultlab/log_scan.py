@@ -317,7 +317,7 @@ class _BlockState:
         return True
 
     def _scan_wrapped(self, block: bytes) -> None:
-        """Signatures on lines that a hard wrap split, matched on the lines joined again."""
+        """Signatures on lines that a hard wrap or an editor's word wrap split, matched on the lines joined again."""
         lines = block.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")[:-1]
         finder, seen = _finder(False), set()
         for line in pasted.wrapped_lines(lines):
@@ -332,15 +332,23 @@ class _BlockState:
 
     def _take_across(self, line: pasted.WrappedLine, labels: set[str], line_number: int) -> None:
         """Keep what the joined line matches: all of it where the wrap is sure (the whole line
-        carries what the pieces cut: an address, a count), else only what no piece matches alone."""
-        readings = [pasted.as_written(ANSI_ESCAPE.sub("", reading)).rstrip() for reading in line.readings]
-        pieces = [pasted.as_written(ANSI_ESCAPE.sub("", piece)) for piece in line.pieces]
-        rank = _rank_of_line(readings[0])
+        carries what the pieces cut: an address, a count), else, and for the guessed readings,
+        only what no piece matches alone."""
+        def clean(text: str) -> str:
+            return pasted.as_written(ANSI_ESCAPE.sub("", text)).rstrip()
+
+        whole = clean(line.whole) if line.sure else None
+        guesses = [clean(reading) for reading in line.guesses]
+        pieces = [clean(piece) for piece in line.pieces]
+        rank = _rank_of_line(whole or guesses[0])
         rank = self.place.rank if rank is None else rank
         for signature_id in sorted(labels):
             regex = SIGNATURES_BY_ID[signature_id].regex
-            text = next((reading for reading in readings if _matches(regex, reading)), None)
-            if text is not None and (line.sure or not any(_matches(regex, piece) for piece in pieces)):
+            if whole is not None and _matches(regex, whole):
+                self._keep(signature_id, rank, line_number, whole)
+                continue
+            text = next((guess for guess in guesses if _matches(regex, guess)), None)
+            if text is not None and not any(_matches(regex, piece) for piece in pieces):
                 self._keep(signature_id, rank, line_number, text)
 
     def _keep(self, signature_id: str, rank: int | None, line_number: int, text: str) -> None:

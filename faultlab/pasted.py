@@ -202,20 +202,31 @@ def _own_line(line: str, before: str) -> bool:
 class WrappedLine:
     first: int  # index of its first piece
     pieces: list[str]
-    readings: tuple[str, ...]  # the line joined again; two where a dropped space cannot be told
-    sure: bool  # surely one line: its pieces are not lines of their own
+    whole: str | None  # the line joined again, where the wrap is sure: its pieces are not lines of their own
+    # Readings that count only for what no piece says alone: a join whose dropped space cannot be told, an
+    # editor's word wrap (a space at every break), or both.
+    guesses: tuple[str, ...] = ()
+
+    @property
+    def sure(self) -> bool:
+        return self.whole is not None
+
+    @property
+    def readings(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(((self.whole,) if self.sure else ()) + self.guesses))
 
 
 def wrapped_lines(lines: list[str]) -> list[WrappedLine]:
-    """Every line that a hard wrap, or failing that a word wrap, may have split.
+    """Every line that a hard wrap or a word wrap may have split.
 
     A hard-wrapped paste's full lines all end at the terminal's edge: the widest length, each continued
     by the next line, unless that begins a line of its own (lines of one format, one per rank, are
     often all of one length). Several distinct full lines make the wrap sure; one makes it a guess,
     and a guess costs little: across its join, only what no piece matches alone is taken. Where the
     edge fell on a space the copy dropped it, so a line one shorter is full too: where the wrap is
-    sure, its space is put back; a guess is read both with and without one. A sure wrap is read with
-    a space at every break as well: an editor's word wrap can leave lines of one length too."""
+    sure, its space is put back; a guess is read both with and without one. An editor's word wrap
+    breaks at spaces, leaving lines of different lengths (and sometimes several of one): every join
+    is also read with a space at each break, as a guess."""
     lengths = [len(as_written(line)) for line in lines]  # a page escapes what the terminal had wrapped
     width = max(lengths[:-1], default=0)
     if width < WRAP_MIN_WIDTH:
@@ -225,31 +236,34 @@ def wrapped_lines(lines: list[str]) -> list[WrappedLine]:
     for first, last in _runs(lines, lengths, width - 1):
         pieces = lines[first:last + 1]
         texts = _without_repeated_prefix(pieces)
+        spaced = " ".join(texts)
         if sure:
             restored = [text if length == width else text + " " for length, text in zip(lengths[first:], texts[:-1])]
-            readings = tuple(dict.fromkeys(("".join(restored) + texts[-1], " ".join(texts))))
+            whole = "".join(restored) + texts[-1]
+            wrapped.append(WrappedLine(first, pieces, whole, (spaced,) if spaced != whole else ()))
         else:
-            readings = ("".join(texts), " ".join(texts))
-        wrapped.append(WrappedLine(first, pieces, readings, sure))
-    if not sure:
-        taken = {index for line in wrapped for index in range(line.first, line.first + len(line.pieces))}
-        for first, last in _word_wrapped_runs(lines, lengths, taken):
-            pieces = lines[first:last + 1]
-            wrapped.append(WrappedLine(first, pieces, (" ".join(_without_repeated_prefix(pieces)),), False))
-        wrapped.sort(key=lambda line: line.first)
-    return wrapped
+            wrapped.append(WrappedLine(first, pieces, None, ("".join(texts), spaced)))
+    taken = {index for line in wrapped for index in range(line.first, line.first + len(line.pieces))}
+    for first, last in _word_wrapped_runs(lines, lengths, taken):
+        pieces = lines[first:last + 1]
+        wrapped.append(WrappedLine(first, pieces, None, (" ".join(_without_repeated_prefix(pieces)),)))
+    return sorted(wrapped, key=lambda line: line.first)
 
 
 def _word_wrapped_runs(lines: list[str], lengths: list[int], taken: set[int]) -> list[tuple[int, int]]:
     """(first, last) index of every run of lines that a word wrap may have made: long lines, each
-    continued by the next, and each broken only because the next line's first word would have
-    passed the run's widest line (a wrap breaks at the last space that fits)."""
+    continued by the next (which carries no prefix of its own: a timestamp there begins a record), and
+    each broken only because the next line's first word would have passed the run's widest line (a
+    wrap breaks at the last space that fits). A run may end on the first piece of a hard wrap, never
+    pass through one; a longer run than a wrap makes is lines of one format."""
     runs, index, last = [], 0, len(lines) - 1
     while index < last:
         first = index
-        while (index < last and index - first < WRAP_MAX_PIECES and not {index, index + 1} & taken
-               and lengths[index] >= WRAP_MIN_WIDTH and not _own_line(lines[index + 1], lines[first])):
+        while (index < last and index not in taken and lengths[index] >= WRAP_MIN_WIDTH
+               and _continues(lines[index + 1], lines[first])):
             index += 1
+        if index - first >= WRAP_MAX_PIECES:
+            continue
         width = max(lengths[first:index], default=0)
         end = first
         while end < index and lengths[end] + 1 + len(lines[end + 1].split(" ", 1)[0]) > width:
@@ -258,6 +272,13 @@ def _word_wrapped_runs(lines: list[str], lengths: list[int], taken: set[int]) ->
             runs.append((first, end))
         index = max(end, first) + 1
     return runs
+
+
+def _continues(line: str, first: str) -> bool:
+    """Whether `line` may continue a word-wrapped line that began with `first`: not a line of its own, and
+    no prefix but those the first piece carried (a quote, a label on every piece)."""
+    prefixes = _prefixes(line)
+    return not _own_line(line, first) and prefixes == _prefixes(first)[:len(prefixes)]
 
 
 def _without_repeated_prefix(pieces: list[str]) -> list[str]:

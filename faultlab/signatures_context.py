@@ -7,6 +7,7 @@ What a signature is: signatures.py.
 
 from __future__ import annotations
 
+from .flight_recorder.report import EXPECTED_RANKS, MISSING_RANKS, NO_DUMP_RANKS
 from .signatures import Signature
 
 S = Signature
@@ -31,25 +32,25 @@ CONTEXT: tuple[Signature, ...] = (
       "Compared across the ranks' dumps, one collective differs in its type, its sizes or its dtype: the ranks "
       "called different collectives at the same point (the culprit rank is named).", (),
       literals=("_MISMATCH", "Input/output mismatch in the collective"), suggests=("collective-mismatch",),
-      family="flight-recorder-report", specificity=0.9),
+      family="flight-recorder-report", specificity=0.9, keep=12),
     S("fr-trace-missing-ranks", "torch's Flight Recorder analyzer found ranks that never joined a collective",
-      r"Not all ranks joining collective|missing ranks: \{[\d, ]+\}", "neutral",
+      r"Not all ranks joining collective|" + MISSING_RANKS, "neutral",
       "Compared across the ranks' dumps, the ranks named never issued a collective the others issued: they "
       "called something else (a collective more or fewer), or are behind (slow, or stuck outside any "
       "collective).", (),
       literals=("Not all ranks joining collective", "missing ranks: {"),
       suggests=("collective-mismatch", "straggler-rank", "frozen-rank"), family="flight-recorder-report",
-      specificity=0.75),
+      specificity=0.75, keep=24),  # two lines an entry; the analyzer reports up to 10 entries by default
     S("fr-trace-missing-dumps", "torch's Flight Recorder analyzer had no dump from some ranks",
-      r"we missed FR dumps from ranks \(\{[\d, ]+\}\)", "neutral",
+      NO_DUMP_RANKS, "neutral",
       "The ranks named left no Flight Recorder dump while the others did: they died, or hung too hard to write "
       "one (a main thread stuck outside torch, where the dump on timeout never fires).", (),
       literals=("missed FR dumps from ranks",), suggests=("frozen-rank", "rank-crash", "straggler-rank"),
-      family="flight-recorder-report", specificity=0.6),
+      family="flight-recorder-report", specificity=0.6, keep=12),
     S("ctx-fr-expected-ranks", "The ranks of a collective's group, as torch's Flight Recorder analyzer lists them",
-      r"\bexpected ranks: \{[\d, ]+\}", "neutral",
+      r"\b" + EXPECTED_RANKS, "neutral",
       "Beside the ranks missing from a collective: where all but one are missing, that one called it alone.", (),
-      literals=("expected ranks: {",), effect="context"),
+      literals=("expected ranks: {",), effect="context", keep=12),
     # -- context: lines that carry facts for diagnose's rules, no cause of their own ----------------
     S("ctx-worker-exit", "A worker's exit code as the launcher saw it",
       r"failed \(exitcode: -?\d+\) local_rank: \d+|exitcode\s*:\s*-?\d+ \(pid|rank\s*:\s*\d+ \(local_rank: \d+\)",

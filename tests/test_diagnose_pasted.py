@@ -150,9 +150,10 @@ def test_a_wrapped_paste_quoted_whole_joins_without_the_quotes_on_its_pieces():
                              (3, lines[3:], ("> " + "d" * 85 + "e", "> " + "d" * 85 + " e"))], True)
 
 
-@pytest.mark.parametrize("width", [62, 66])  # lines of different lengths; two of one length (a "sure" wrap)
-def test_a_word_wrapped_paste_is_read_joined(tmp_path, width):
-    error = ("RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus error. It is possible that "
+# Lines of different lengths (67, 73, 45); two of one length (65, 65: a "sure" wrap, read with spaces too).
+@pytest.mark.parametrize("pid, width", [("4711", 73), ("47", 66)])
+def test_a_word_wrapped_paste_is_read_joined(tmp_path, pid, width):
+    error = (f"RuntimeError: DataLoader worker (pid {pid}) is killed by signal: Bus error. It is possible that "
              "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.")
     log = tmp_path / "paste.log"
     log.write_text("\n".join(textwrap.wrap(error, width)) + "\n")
@@ -161,10 +162,41 @@ def test_a_word_wrapped_paste_is_read_joined(tmp_path, width):
     assert any("killed by signal: Bus error" in item.line and item.line_number == 1 for item in found.evidence)
 
 
+def test_a_word_wrap_ending_on_a_hard_wraps_first_piece_is_read_joined(tmp_path):
+    # 73, 80, 80, 79: the two full lines make a sure hard wrap of the last three; the first joins the second.
+    error = ("torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to "
+             "connect to (10.0.0.1, 29500). " + "x" * 23 + " " + "y" * 80 + " zzzz")
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(textwrap.wrap(error, 80)) + "\n")
+    assert any(item.signature == "client-connect-timeout" for item in diagnose.diagnose([log]).evidence)
+
+
 def test_a_word_wrap_breaks_only_where_the_next_word_would_not_fit():
     # the widest line is a line of its own; "refused" would have fitted after the 62: that line ended
     lines = ["w" * 90, '  File "train.py", line 3', "x" * 75, "y" * 62, "refused to go on", "z"]
     assert _runs(lines) == ([(2, lines[2:4], ("x" * 75 + " " + "y" * 62,))], False)
+
+
+def test_records_with_their_own_timestamps_or_of_one_format_are_not_word_wrapped():
+    stamped = ["[2024-05-01 10:00:01] INFO Initializing process group: rank 3, world size 8, backend nccl",
+               "[2024-05-01 10:00:09] INFO Epoch 0 step 100/1000 loss 2.31 lr 1e-4 throughput 1234 samples/s",
+               "Traceback (most recent call last):"]
+    assert _runs(stamped)[0] == []
+    ranks = [f"Rank {rank:02d}: allreduce 1073741824 bytes in 12.{rank:03d} ms, bus bandwidth {rank % 7} GB/s"
+             for rank in range(20)]
+    assert _runs(ranks + ["Traceback (most recent call last):"])[0] == []
+
+
+def test_a_sure_wraps_spaced_reading_adds_nothing_a_piece_says_alone(tmp_path):
+    # The wrap cut "host" (a sure wrap: two distinct full lines): with a space there, "connect to h ost" would
+    # escape the exclusion of ssh's own refusal that the whole line keeps.
+    lines = ["pdsh@node01: [2024-03-01 10:00:02,000] [INFO] xxxxxxxxxnode02: ssh: connect to h",
+             "ost node02 port 22: Connection refused",
+             "[2024-03-01 10:00:00,124] [INFO] [runner.py:570:main] cmd = pdsh -S -f 1024 -w n",
+             "ode01,node02 export PYTHONPATH=/work"]
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert not any(item.signature == "connection-refused" for item in diagnose.diagnose([log]).evidence)
 
 
 def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):

@@ -302,7 +302,7 @@ def test_a_damaged_dump_among_logs_is_noted_and_skipped(tmp_path):
     ("collective-order", "collective-mismatch", 1),  # COLLECTIVE_TYPE_MISMATCH
     ("extra-collective", "collective-mismatch", 0),  # every rank but 0 missing from collective 3: 0 issued it alone
     ("frozen-rank", "frozen-rank", 2),  # "we missed FR dumps from ranks ({2})"
-    ("straggler-collective", None, 0),  # "missing ranks: {0}": behind, or called something else
+    ("straggler-collective", None, None),  # "missing ranks: {0}": behind, or called something else: no culprit
 ])
 def test_torchs_analyzer_report_pasted_as_a_log_is_read(tmp_path, recording, first, culprit):
     run = json.loads((ROOT / "recordings" / f"{recording}.cpu.json").read_text())["run"]
@@ -311,3 +311,33 @@ def test_torchs_analyzer_report_pasted_as_a_log_is_read(tmp_path, recording, fir
     causes = [cause.cause for cause in found.causes]
     assert causes[0] == first if first else {"collective-mismatch", "straggler-rank", "frozen-rank"} == set(causes[:3])
     assert found.culprit == culprit
+
+
+def _entry(seq: int, missing: str, expected: str = "0, 1, 2, 3") -> str:
+    return (f"Not all ranks joining collective, sequence number: {seq}\ninternal record id: {seq - 1}\n"
+            f"group info: 0:default_pg\ncollective: nccl:all_reduce\nmissing ranks: {{{missing}}}\n"
+            f"input sizes: [[1]]\noutput sizes: [[1]]\nworld size: 4\nexpected ranks: {{{expected}}}\n")
+
+
+def test_each_analyzer_entry_is_read_with_its_own_group(tmp_path):
+    # Two entries, in one report or in two: neither has every rank but one missing, so no rank called alone.
+    (tmp_path / "report.log").write_text(_entry(3, "2, 3") + _entry(4, "1"))
+    for inputs in ([tmp_path / "report.log"], [_written(tmp_path / "a.log", _entry(3, "2, 3")),
+                                                _written(tmp_path / "b.log", _entry(4, "1"))]):
+        found = diagnose.diagnose(inputs)
+        assert found.culprit is None and found.causes[0].confidence < 0.5
+    (tmp_path / "alone.log").write_text(_entry(3, "1") + _entry(4, "1, 2, 3"))
+    found = diagnose.diagnose([tmp_path / "alone.log"])
+    assert found.causes[0].cause == "collective-mismatch" and found.culprit == 0
+
+
+def test_the_launchers_first_death_outranks_the_analyzers_missing_rank(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text("torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 2 "
+                   "(pid: 103) of binary: /usr/bin/python\n" + _entry(41, "1"))
+    assert diagnose.diagnose([log]).culprit == 2
+
+
+def _written(path, text: str):
+    path.write_text(text)
+    return path

@@ -19,6 +19,7 @@ from pathlib import Path
 from .analysis import analyse
 from .dumps import torch_form
 from .records import Analysis, FlightRecorderCapture, TorchAnalyzerRun
+from .report import CULPRIT_RANK, MISSING_RANKS, NO_DUMP_RANKS, SEQUENCE
 
 MODULE = "torch.distributed.flight_recorder.fr_trace"
 LIMIT_S = 60.0
@@ -68,7 +69,7 @@ def agreement(analysis: Analysis, run: TorchAnalyzerRun | None) -> str:
         return ""
     if run.exit_code != 0:
         return "torch's analyzer could not read these dumps (its output is shown as it is)"
-    undecided = re.search(r"missed FR dumps from ranks \(\{([\d, ]+)\}\)", run.output)
+    undecided = re.search(NO_DUMP_RANKS, run.output)
     if undecided:
         return (f"torch's analyzer cannot decide without the dumps of ranks {{{undecided.group(1)}}}; "
                 f"here the rank(s) without a dump are named: {sorted(analysis.culprits)}")
@@ -91,12 +92,12 @@ def agreement(analysis: Analysis, run: TorchAnalyzerRun | None) -> str:
 
 def _torch_verdict(output: str) -> tuple[int, tuple[int, ...], str] | None:
     """(sequence id, ranks torch names, 'culprit' or 'missing') from its report, or None."""
-    seq = re.search(r"(?:sequence number:|Collective sequence number:)\s*(\d+)", output)
+    seq = re.search(SEQUENCE, output)
     if seq is None:
         return None
-    culprit = re.search(r"Culprit rank (\d+)", output)
+    culprit = re.search(CULPRIT_RANK, output)
     if culprit:
         return int(seq.group(1)), (int(culprit.group(1)),), "culprit"
-    missing = re.search(r"missing ranks: \{([\d, ]+)\}", output)
+    missing = re.search(MISSING_RANKS, output)
     ranks = tuple(int(r) for r in missing.group(1).split(",")) if missing else ()
     return int(seq.group(1)), ranks, "missing"
