@@ -143,7 +143,7 @@ class _Utf16AsUtf8:
 
 
 class _LiteralFinder:
-    """Every (offset, label) where one of the literals occurs in a block, in one pass."""
+    """Every (start, end, label) where one of the literals occurs in a block, in one pass."""
 
     def __init__(self, literals: list[tuple[bytes, str]]) -> None:
         self.literals = literals
@@ -159,13 +159,13 @@ class _LiteralFinder:
             ids=list(range(len(literals))),
         )
 
-    def find(self, block: bytes) -> list[tuple[int, str]]:
-        found: list[tuple[int, str]] = []
+    def find(self, block: bytes) -> list[tuple[int, int, str]]:
+        found: list[tuple[int, int, str]] = []
         if self.database is not None:
             literals = self.literals
 
             def on_match(index, start, end, flags, context):
-                found.append((end - len(literals[index][0]), literals[index][1]))
+                found.append((end - len(literals[index][0]), end, literals[index][1]))
 
             if self.scratch is None:
                 import hyperscan
@@ -176,7 +176,7 @@ class _LiteralFinder:
         for literal, label in self.literals:
             start = block.find(literal)
             while start != -1:
-                found.append((start, label))
+                found.append((start, start + len(literal), label))
                 start = block.find(literal, start + 1)
         return sorted(found)  # in offset order, as Hyperscan reports them
 
@@ -201,7 +201,7 @@ def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
     if not corrections:
         return text, ()
     retyped = pasted.with_corrections(text, corrections)
-    labels = {label for _, label in _finder(False).find(retyped.encode())}
+    labels = {label for _, _, label in _finder(False).find(retyped.encode())}
     matched = tuple(sorted(label for label in labels if _matches(SIGNATURES_BY_ID[label].regex, retyped)))
     spans = [found.span() for found in (SIGNATURES_BY_ID[label].regex.search(retyped) for label in matched) if found]
     needed, shift = [], 0
@@ -222,6 +222,29 @@ def _finder(with_error_lines: bool = True) -> _LiteralFinder:
             literals += [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS]
         _FINDERS[with_error_lines] = _LiteralFinder(literals)
     return _FINDERS[with_error_lines]
+
+
+WORD_BREAK_REACH = 24  # bytes: how far a signature's pattern reaches past its literal, at most (a count, a port)
+
+
+def _word_breaks(block: bytes, finder: _LiteralFinder) -> set[int]:
+    """Indices of the lines whose end a word wrap may have put inside a signature: a literal runs across the
+    line end once it is read as a space, or a literal near a line's end (or start) belongs to a signature the
+    line does not match alone (its rest may be on the next line, or the one before). One search of the
+    block, and a pattern tried only at a line's edges: an ordinary file costs little."""
+    breaks = set()
+    for start, end, label in finder.find(block.replace(b"\n", b" ")):
+        line_end = block.find(b"\n", start, end)
+        if line_end != -1:
+            breaks.add(block.count(b"\n", 0, line_end))
+            continue
+        line_start, line_end = block.rfind(b"\n", 0, start) + 1, block.find(b"\n", end)
+        near_end, near_start = line_end - end < WORD_BREAK_REACH, start - line_start < WORD_BREAK_REACH
+        if (near_end or near_start) and not _matches(
+                SIGNATURES_BY_ID[label].regex, pasted.as_written(block[line_start:line_end].decode(errors="replace"))):
+            index = block.count(b"\n", 0, start)
+            breaks.update(([index] if near_end else []) + ([index - 1] if near_start else []))
+    return breaks
 
 
 def _window(line: str, regex: re.Pattern) -> str:
@@ -261,7 +284,7 @@ class _BlockState:
                 > DENSITY_PROBE and self._scan_repetitive(block, finder)):
             return
         hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> labels
-        for offset, label in finder.find(block):
+        for offset, _, label in finder.find(block):
             hits[block.rfind(b"\n", 0, offset) + 1].add(label)
         counted, line_number = 0, self.line_base
         for start in sorted(hits):
@@ -297,7 +320,7 @@ class _BlockState:
             return False
         joined = b"\n".join(distinct) + b"\n"
         labels_of: dict[bytes, set[str]] = collections.defaultdict(set)
-        for offset, label in finder.find(joined):
+        for offset, _, label in finder.find(joined):
             start = joined.rfind(b"\n", 0, offset) + 1
             labels_of[joined[start:joined.find(b"\n", start)]].add(label)
         occurrences = []
@@ -318,14 +341,15 @@ class _BlockState:
 
     def _scan_wrapped(self, block: bytes) -> None:
         """Signatures on lines that a hard wrap or an editor's word wrap split, matched on the lines joined again."""
-        lines = block.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")[:-1]
+        block = block.replace(b"\r\n", b"\n")
+        lines = block.decode("utf-8", errors="replace").split("\n")[:-1]
         finder, seen = _finder(False), set()
-        for line in pasted.wrapped_lines(lines):
+        for line in pasted.wrapped_lines(lines, _word_breaks(block, finder)):
             line_number = self.line_base + line.first + 1
             if line.sure:  # the pieces are not lines of their own: what they match is the whole line's
                 self.joined_pieces.update(range(line_number, line_number + len(line.pieces)))
             labels = {label for reading in line.readings if reading not in seen
-                      for _, label in finder.find(reading.encode())}
+                      for _, _, label in finder.find(reading.encode())}
             seen.update(line.readings)
             if labels:
                 self._take_across(line, labels, line_number)

@@ -216,7 +216,7 @@ class WrappedLine:
         return tuple(dict.fromkeys(((self.whole,) if self.sure else ()) + self.guesses))
 
 
-def wrapped_lines(lines: list[str]) -> list[WrappedLine]:
+def wrapped_lines(lines: list[str], word_breaks: set[int] = frozenset()) -> list[WrappedLine]:
     """Every line that a hard wrap or a word wrap may have split.
 
     A hard-wrapped paste's full lines all end at the terminal's edge: the widest length, each continued
@@ -226,7 +226,8 @@ def wrapped_lines(lines: list[str]) -> list[WrappedLine]:
     edge fell on a space the copy dropped it, so a line one shorter is full too: where the wrap is
     sure, its space is put back; a guess is read both with and without one. An editor's word wrap
     breaks at spaces, leaving lines of different lengths (and sometimes several of one): every join
-    is also read with a space at each break, as a guess."""
+    is also read with a space at each break, as a guess; word wraps are looked for only across the
+    ends of the lines in `word_breaks` (where a signature's words run on into the next line)."""
     lengths = [len(as_written(line)) for line in lines]  # a page escapes what the terminal had wrapped
     width = max(lengths[:-1], default=0)
     if width < WRAP_MIN_WIDTH:
@@ -244,7 +245,8 @@ def wrapped_lines(lines: list[str]) -> list[WrappedLine]:
         else:
             wrapped.append(WrappedLine(first, pieces, None, ("".join(texts), spaced)))
     taken = {index for line in wrapped for index in range(line.first, line.first + len(line.pieces))}
-    for first, last in _word_wrapped_runs(lines, lengths, taken):
+    runs = _word_wrapped_runs(lines, lengths, taken) if word_breaks else []
+    for first, last in (run for run in runs if any(run[0] <= index < run[1] for index in word_breaks)):
         pieces = lines[first:last + 1]
         wrapped.append(WrappedLine(first, pieces, None, (" ".join(_without_repeated_prefix(pieces)),)))
     return sorted(wrapped, key=lambda line: line.first)

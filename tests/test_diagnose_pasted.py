@@ -126,7 +126,7 @@ def test_a_surely_wrapped_line_is_read_whole_not_as_its_pieces(tmp_path):
 
 
 def _runs(lines):
-    wrapped = pasted.wrapped_lines(lines)
+    wrapped = pasted.wrapped_lines(lines, word_breaks=set(range(len(lines))))  # a word wrap looked for everywhere
     return [(line.first, line.pieces, line.readings) for line in wrapped], any(line.sure for line in wrapped)
 
 
