@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from faultlab import diagnose, pasted, triage_accuracy
+from faultlab import diagnose, log_scan, pasted, triage_accuracy
 
 from test_diagnose_devset import DEVSET, SETS
 
@@ -169,6 +169,16 @@ def test_a_word_wrap_ending_on_a_hard_wraps_first_piece_is_read_joined(tmp_path)
     log = tmp_path / "paste.log"
     log.write_text("\n".join(textwrap.wrap(error, 80)) + "\n")
     assert any(item.signature == "client-connect-timeout" for item in diagnose.diagnose([log]).evidence)
+
+
+def test_word_wraps_are_looked_for_only_where_a_signature_may_be_split():
+    finder = log_scan._finder(False)
+    split = (b"step 1 loss 2.31\nRuntimeError: DataLoader worker (pid 4711) is killed by signal: Bus\n"
+             b"error. It is possible that dataloader's workers are out of shared memory.\n")
+    assert log_scan._word_breaks(split, finder) == {1}  # "Bus error" runs across line 1's end
+    whole = (b"[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:12355 (errno: 98 - Address "
+             b"already in use). Retrying later\nstep 1 loss 2.31\n")
+    assert log_scan._word_breaks(whole, finder) == set()
 
 
 def test_a_word_wrap_breaks_only_where_the_next_word_would_not_fit():
