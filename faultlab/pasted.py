@@ -35,7 +35,8 @@ _TYPOGRAPHIC = {"'": ("\u2018", "\u2019"), '"': ("\u201c", "\u201d")}
 _AS_WRITTEN = {"&#39;": "'", "&#x27;": "'", "&apos;": "'", "&quot;": '"', "&#34;": '"', "&lt;": "<", "&gt;": ">",
                "&nbsp;": " ", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " ",
                "&amp;": "&"}  # &amp; last: an escaped entity ("&amp;lt;") stays the text it was
-_PAGE_MARKS = re.compile("&|[\u2018\u2019\u201c\u201d\u00a0]")
+_PAGE_MARK_CHARACTERS = ("&", "\u2018", "\u2019", "\u201c", "\u201d", "\u00a0")
+_PAGE_MARKS = re.compile("|".join(_PAGE_MARK_CHARACTERS))
 
 
 def spellings(literal: str) -> set[str]:
@@ -228,7 +229,10 @@ def wrapped_lines(lines: list[str], word_breaks: set[int] = frozenset()) -> list
     breaks at spaces, leaving lines of different lengths (and sometimes several of one): every join
     is also read with a space at each break, as a guess; word wraps are looked for only across the
     ends of the lines in `word_breaks` (where a signature's words run on into the next line)."""
-    lengths = [len(as_written(line)) for line in lines]  # a page escapes what the terminal had wrapped
+    lengths = [len(line) for line in lines]
+    text = "".join(lines)
+    if any(mark in text for mark in _PAGE_MARK_CHARACTERS):  # a page escapes what the terminal had wrapped
+        lengths = [len(as_written(line)) for line in lines]
     width = max(lengths[:-1], default=0)
     if width < WRAP_MIN_WIDTH:
         return []
