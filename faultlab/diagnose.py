@@ -301,10 +301,12 @@ def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
         return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
     odd = analyzer_odd_rank(facts)
     if odd is not None:
-        return odd, f"torch's Flight Recorder analyzer lists every other rank as missing from a collective rank {odd} issued"
+        return odd, (f"torch's Flight Recorder analyzer lists every other rank as missing from a collective rank {odd} "
+                     "issued")
     if len(facts.analyzer_at_fault) == 1:
         rank = next(iter(facts.analyzer_at_fault))
-        return rank, f"torch's Flight Recorder analyzer, comparing the ranks' dumps, names rank {rank} (at odds, or no dump)"
+        return rank, (f"torch's Flight Recorder analyzer, comparing the ranks' dumps, names rank {rank} (at odds, or "
+                      "no dump)")
     if untouched_pid(facts):
         pid, rank = untouched_pid(facts)
         return rank, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"

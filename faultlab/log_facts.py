@@ -373,8 +373,9 @@ def read_facts(evidence) -> Facts:
         if "analyzer" in readers:
             for culprit, undumped in ANALYZER_AT_FAULT.findall(line):
                 facts.analyzer_at_fault.update(_ranks_listed(culprit) | _ranks_listed(undumped))
-            for found, listed in ((facts.analyzer_missing, ANALYZER_MISSING), (facts.analyzer_expected, ANALYZER_EXPECTED)):
-                found += [(item.path, item.line_number, _ranks_listed(ranks)) for ranks in listed.findall(line)]
+            for found, pattern in ((facts.analyzer_missing, ANALYZER_MISSING),
+                                   (facts.analyzer_expected, ANALYZER_EXPECTED)):
+                found += [(item.path, item.line_number, _ranks_listed(ranks)) for ranks in pattern.findall(line)]
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
         if item.signature == "collective-timeout" and rank is not None:

@@ -54,7 +54,8 @@ JOB: tuple[Signature, ...] = (
       r"|cupy[/\\]cuda[/\\]device\.pyx\", line \d+, in cupy\.cuda\.device\.Device\.use\b", "culprit",
       "The trace went into torch.cuda.set_device (or CuPy's Device.use, which NCCL code on CuPy calls): where it "
       "was cut before its error line, the device index the process asked for is the likeliest failure.",
-      (), literals=(", in set_device", "in cupy.cuda.device.Device.use"), suggests=("too-few-gpus", "rank-as-device-id"), family="device-index",
+      (), literals=(", in set_device", "in cupy.cuda.device.Device.use"), suggests=("too-few-gpus", "rank-as-device-id"),
+      family="device-index",
       effect="side", specificity=0.6),
     S("duplicate-device-ids", "The trainer was given one GPU twice",
       r"Device ID's \(GPU\) must be unique", "culprit",

@@ -136,7 +136,8 @@ def test_one_widest_line_is_a_guessed_wrap_several_are_a_sure_one():
                             False)
     lines = ["a" * 80, "b" * 80, "c" * 20, "d" * 79, "e"]  # "d"'s edge fell on a space the copy dropped
     # a full line may also have been an editor's word wrap: read with a space at each break too
-    assert _runs(lines) == ([(0, lines[:3], ("a" * 80 + "b" * 80 + "c" * 20, "a" * 80 + " " + "b" * 80 + " " + "c" * 20)),
+    assert _runs(lines) == ([(0, lines[:3], ("a" * 80 + "b" * 80 + "c" * 20,
+                                             "a" * 80 + " " + "b" * 80 + " " + "c" * 20)),
                              (3, lines[3:], ("d" * 79 + " e",))], True)
     assert _runs(["short", "lines", "only"]) == ([], False)
 
