@@ -64,6 +64,11 @@ class Evidence:
     place: JobPlace = JobPlace()  # its file's
 
 
+def _as_read(text: str) -> str:
+    """A line as signatures are matched against it: without terminal colours, a page's escapes undone."""
+    return pasted.as_written(ANSI_ESCAPE.sub("", text)).rstrip()
+
+
 def _matches(regex: re.Pattern, line: str) -> bool:
     """Whether a signature matches the line as written or without its collector's prefixes."""
     body = pasted.body(line)
@@ -241,7 +246,7 @@ def _word_breaks(block: bytes, finder: _LiteralFinder) -> set[int]:
         line_start, line_end = block.rfind(b"\n", 0, start) + 1, block.find(b"\n", end)
         near_end, near_start = line_end - end < WORD_BREAK_REACH, start - line_start < WORD_BREAK_REACH
         if (near_end or near_start) and not _matches(
-                SIGNATURES_BY_ID[label].regex, pasted.as_written(block[line_start:line_end].decode(errors="replace"))):
+                SIGNATURES_BY_ID[label].regex, _as_read(block[line_start:line_end].decode(errors="replace"))):
             index = block.count(b"\n", 0, start)
             breaks.update(([index] if near_end else []) + ([index - 1] if near_start else []))
     return breaks
@@ -358,12 +363,9 @@ class _BlockState:
         """Keep what the joined line matches: all of it where the wrap is sure (the whole line
         carries what the pieces cut: an address, a count), else, and for the guessed readings,
         only what no piece matches alone."""
-        def clean(text: str) -> str:
-            return pasted.as_written(ANSI_ESCAPE.sub("", text)).rstrip()
-
-        whole = clean(line.whole) if line.sure else None
-        guesses = [clean(reading) for reading in line.guesses]
-        pieces = [clean(piece) for piece in line.pieces]
+        whole = _as_read(line.whole) if line.sure else None
+        guesses = [_as_read(reading) for reading in line.guesses]
+        pieces = [_as_read(piece) for piece in line.pieces]
         rank = _rank_of_line(whole or guesses[0])
         rank = self.place.rank if rank is None else rank
         for signature_id in sorted(labels):
@@ -401,7 +403,7 @@ class _BlockState:
                                         self.place))
 
     def _read(self, raw: bytes, labels: set[str]) -> tuple:
-        text = pasted.as_written(ANSI_ESCAPE.sub("", raw.decode("utf-8", errors="replace"))).rstrip()
+        text = _as_read(raw.decode("utf-8", errors="replace"))
         matched = tuple(sorted(label for label in labels
                                if label != ERROR_LINE and _matches(SIGNATURES_BY_ID[label].regex, text)))
         known = (text, _rank_of_line(text), matched)

@@ -1,7 +1,6 @@
 """Flight Recorder dumps: the restricted unpickler, the portable record, the cross-rank analysis."""
 
 import dataclasses
-import json
 import os
 import pickle
 
@@ -9,7 +8,7 @@ import pytest
 from conftest import ROOT
 from flight_recorder_dumps import gloo_dump, write_dumps
 
-from faultlab import diagnose, serial
+from faultlab import diagnose, recording_files, serial
 from faultlab.errors import BadInput
 from faultlab.flight_recorder.analysis import analyse
 from faultlab.flight_recorder.dumps import load_dump, parse_dump, torch_form, unpickle_plain
@@ -305,11 +304,14 @@ def test_a_damaged_dump_among_logs_is_noted_and_skipped(tmp_path):
     ("straggler-collective", None, None),  # "missing ranks: {0}": behind, or called something else: no culprit
 ])
 def test_torchs_analyzer_report_pasted_as_a_log_is_read(tmp_path, recording, first, culprit):
-    run = json.loads((ROOT / "recordings" / f"{recording}.cpu.json").read_text())["run"]
-    (tmp_path / "report.log").write_text(run["capture"]["flight_recorder"]["torch_analyzer"]["output"] + "\n")
+    run, _ = recording_files.read(ROOT / "recordings" / f"{recording}.cpu.json")
+    (tmp_path / "report.log").write_text(run.capture.flight_recorder.torch_analyzer.output + "\n")
     found = diagnose.diagnose([tmp_path / "report.log"])
     causes = [cause.cause for cause in found.causes]
-    assert causes[0] == first if first else {"collective-mismatch", "straggler-rank", "frozen-rank"} == set(causes[:3])
+    if first:
+        assert causes[0] == first
+    else:  # one missing rank alone: called something else, or behind
+        assert set(causes[:3]) == {"collective-mismatch", "straggler-rank", "frozen-rank"}
     assert found.culprit == culprit
 
 
