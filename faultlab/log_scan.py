@@ -12,11 +12,13 @@ wraps: pasted.py). Large inputs are shared out to forked processes, whole files 
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import collections
 import contextlib
 import dataclasses
 import functools
+import itertools
 import multiprocessing
 import os
 import re
@@ -230,6 +232,9 @@ def _finder(with_error_lines: bool = True) -> _LiteralFinder:
 
 
 WORD_BREAK_REACH = 24  # bytes: how far a signature's pattern reaches past its literal, at most (a count, a port)
+# A line end and the marks of a markdown quote after it: a paste quoted after its wrap carries them onto every
+# piece, between the words the wrap split.
+_LINE_END_AND_QUOTE = re.compile(rb"\n(?:>[ ]?)*")
 
 
 def _word_breaks(block: bytes, finder: _LiteralFinder) -> set[int]:
@@ -237,18 +242,23 @@ def _word_breaks(block: bytes, finder: _LiteralFinder) -> set[int]:
     line end once it is read as a space, or a literal near a line's end (or start) belongs to a signature the
     line does not match alone (its rest may be on the next line, or the one before). One search of the
     block, and a pattern tried only at a line's edges: an ordinary file costs little."""
+    lines = _LINE_END_AND_QUOTE.split(block) if b"\n>" in block else block.split(b"\n")
+    text = b" ".join(lines)
+    hits = finder.find(text)
+    if not hits:
+        return set()
+    next_starts = list(itertools.accumulate(len(line) + 1 for line in lines))  # in `text`: where each next line starts
     breaks = set()
-    for start, end, label in finder.find(block.replace(b"\n", b" ")):
-        line_end = block.find(b"\n", start, end)
-        if line_end != -1:
-            breaks.add(block.count(b"\n", 0, line_end))
+    for start, end, label in hits:
+        index = bisect.bisect_right(next_starts, start)  # the line the literal begins on
+        line_start, line_end = next_starts[index - 1] if index else 0, next_starts[index] - 1
+        if end > line_end:
+            breaks.add(index)
             continue
-        line_start, line_end = block.rfind(b"\n", 0, start) + 1, block.find(b"\n", end)
         near_end, near_start = line_end - end < WORD_BREAK_REACH, start - line_start < WORD_BREAK_REACH
         if (near_end or near_start) and not _matches(
-                SIGNATURES_BY_ID[label].regex, _as_read(block[line_start:line_end].decode(errors="replace"))):
-            index = block.count(b"\n", 0, start)
-            breaks.update(([index] if near_end else []) + ([index - 1] if near_start else []))
+                SIGNATURES_BY_ID[label].regex, _as_read(lines[index].decode(errors="replace"))):
+            breaks.update(([index] if near_end else []) + ([index - 1] if near_start and index else []))
     return breaks
 
 

@@ -163,6 +163,17 @@ def test_a_word_wrapped_paste_is_read_joined(tmp_path, pid, width):
     assert any("killed by signal: Bus error" in item.line and item.line_number == 1 for item in found.evidence)
 
 
+def test_a_word_wrapped_paste_quoted_in_markdown_is_read_joined(tmp_path):
+    # Quoted after the wrap: every piece carries "> ", which stays between the words a line end split.
+    error = ("RuntimeError: DataLoader worker (pid 4711) is killed by signal: Bus error. It is possible that "
+             "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.")
+    log = tmp_path / "paste.log"
+    log.write_text("Any idea? I got\n\n" + "".join(f"> {line}\n" for line in textwrap.wrap(error, 73)))
+    found = diagnose.diagnose([log])
+    assert found.causes[0].cause == "shm-exhausted"
+    assert any("killed by signal: Bus error" in item.line and item.line_number == 3 for item in found.evidence)
+
+
 def test_a_word_wrap_ending_on_a_hard_wraps_first_piece_is_read_joined(tmp_path):
     # 73, 80, 80, 79: the two full lines make a sure hard wrap of the last three; the first joins the second.
     error = ("torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to "
@@ -180,6 +191,8 @@ def test_word_wraps_are_looked_for_only_where_a_signature_may_be_split():
     whole = (b"[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:12355 (errno: 98 - Address "
              b"already in use). Retrying later\nstep 1 loss 2.31\n")
     assert log_scan._word_breaks(whole, finder) == set()
+    quoted = b"I got\n> " + split.replace(b"\n", b"\n> ", 2)  # a markdown quote's marks on every line
+    assert log_scan._word_breaks(quoted, finder) == {2}
 
 
 def test_a_word_wrap_breaks_only_where_the_next_word_would_not_fit():
