@@ -80,12 +80,13 @@ NETWORK: tuple[Signature, ...] = (
       suggests=("port-in-use", "shared-master-port"), family="port-taken", specificity=0.9),
     S("server-bind-failed", "Store server failed to bind its port",
       # libuv's EADDRINUSE (-98) is address-in-use's; its other codes (EACCES -13 ...) only here
-      r"socket has failed to bind to \S+(?: \(errno: \d+|\.?\s*$)|server socket has failed to bind\. port: \d+, "
-      r"useIpv6: \d+, code: -(?!98\b)\d+"
+      r"socket has failed to bind to \S+(?: \(errno: \d+|\.?\s*$)"
+      r"|server socket has failed to (?:bind|listen on any local network address)\. port: \d+, useIpv6: \d+, "
+      r"code: -(?!98\b)\d+"
       # the reason cut off (a paste, or a note that kept only the first line)
       r"|server socket has failed to listen on any local network address\.?\s*$", "culprit",
       "The store server could not bind MASTER_PORT; the errno says why (98: taken, 13: a port below 1024). "
-      "torch >= 2.4's libuv server words it 'failed to bind. port: ..., code: ..., name: ...'.",
+      "torch >= 2.4's libuv server words it 'failed to bind (or to listen ...). port: ..., code: ..., name: ...'.",
       literals=("has failed to bind", "has failed to listen on any local network address"),
       suggests=("port-in-use",), family="port-taken", specificity=0.6),
     S("master-port-invalid", "MASTER_PORT or the rendezvous port is not a port number",

@@ -162,6 +162,13 @@ JOB: tuple[Signature, ...] = (
       literals=("In order to use Torch DDP, launch your script with", "is available on your system but is not used",
                 "Distributed environment: ", "Only DistributedDataParallel is supported"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.45),
+    S("launcher-none", "The script went distributed though its launcher argument said none",
+      r"Invalid launcher type: none\b", "culprit",
+      "mmengine's and mmcv's init_dist was handed the launcher 'none', which OpenMMLab-style scripts are given "
+      "(--launcher none) when started with plain python: torchrun (--launcher pytorch) or srun (--launcher "
+      "slurm) was meant to start them.",
+      literals=("Invalid launcher type: none",), suggests=("no-launcher",), family="launcher-variable",
+      specificity=0.85),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "

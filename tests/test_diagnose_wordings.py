@@ -437,6 +437,13 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'TensorShape=[1], Timeout(ms)=10800000) ran for 10800863 milliseconds before timing out.\n'),
     ('wrong-master-port', 'wrong-master-addr',
      'torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers joined.\n'),
+    # The libuv store's listen failure with another code than EADDRINUSE's, or a code a paste cut short.
+    ('port-in-use', None,
+     'RuntimeError: The server socket has failed to listen on any local network address. port: 46571, '
+     'useIpv6: 0, code: -9\n'),
+    ('port-in-use', None,
+     'torch.distributed.DistNetworkError: The server socket has failed to listen on any local network '
+     'address. port: 80, useIpv6: 0, code: -13, name: EACCES, message: permission denied\n'),
     # The store's bind failure with its reason cut off, as a note or a paste kept it.
     ('port-in-use', None,
      'The server socket has failed to listen on any local network address\n\n'
@@ -536,6 +543,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
     (N, 'no-launcher',
      'Distributed environment: NO\nNum processes: 1\nProcess index: 0\nLocal process index: 0\nDevice: cuda\n'),
     (N, 'no-launcher', '06/01/2023 12:00:00 - INFO - __main__ - Distributed environment: NO\n'),
+    # mmengine's and mmcv's init_dist given the launcher "none" (`--launcher none`: plain python) by a script
+    # that goes distributed anyway.
+    ('no-launcher', None, "ValueError: Invalid launcher type: none\n"),
+    (N, None, "ValueError: Invalid launcher type: pytroch\n"),
     # MoCo's main_worker (and its forks') refusal to run outside its own distributed mode.
     (N, 'no-launcher', 'NotImplementedError: Only DistributedDataParallel is supported.\n'),
     # The launcher's world and torch's, or the scheduler's tasks and the trainer's, disagree.
