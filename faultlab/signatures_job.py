@@ -162,13 +162,13 @@ JOB: tuple[Signature, ...] = (
       literals=("In order to use Torch DDP, launch your script with", "is available on your system but is not used",
                 "Distributed environment: ", "Only DistributedDataParallel is supported"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.45),
-    S("launcher-none", "The script went distributed though its launcher argument said none",
-      r"Invalid launcher type: none\b", "culprit",
+    S("launcher-none", "The script found itself alone, or told it had no launcher, where a job was meant",
+      r"Invalid launcher type: none\b|Engine world size \(\d+\) != Runtime world size \(1\)", "culprit",
       "mmengine's and mmcv's init_dist was handed the launcher 'none', which OpenMMLab-style scripts are given "
-      "(--launcher none) when started with plain python: torchrun (--launcher pytorch) or srun (--launcher "
-      "slurm) was meant to start them.",
-      literals=("Invalid launcher type: none",), suggests=("no-launcher",), family="launcher-variable",
-      specificity=0.85),
+      "(--launcher none) when started with plain python; a TensorRT-LLM engine built for several ranks ran in "
+      "one process: torchrun, srun or mpirun was meant to start them.",
+      literals=("Invalid launcher type: none", "Runtime world size (1)"), suggests=("no-launcher",),
+      family="launcher-variable", specificity=0.85),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "
@@ -338,10 +338,13 @@ JOB: tuple[Signature, ...] = (
       family="world", specificity=0.85),
     S("world-size-views-differ", "The launcher's world size and torch's disagree",
       r"initialized with a value of \d+ for world size, but environment variable WORLD_SIZE has value \d+"
-      r"|MPI world size \d+ does not match torch world size \d+", "culprit",
+      r"|MPI world size \d+ does not match torch world size \d+"
+      r"|Engine world size \(\d+\) != Runtime world size \((?!1\))\d+\)", "culprit",
       "composer and DeepSpeed compare the world size the process group was made with against the launcher's "
-      "(WORLD_SIZE, MPI's): the launch and the script disagree on the size of the job.",
-      literals=("for world size, but environment variable WORLD_SIZE", "does not match torch world size"),
+      "(WORLD_SIZE, MPI's), TensorRT-LLM its engine's against the run's: the launch and the script disagree on "
+      "the size of the job.",
+      literals=("for world size, but environment variable WORLD_SIZE", "does not match torch world size",
+                "!= Runtime world size ("),
       suggests=("world-size-mismatch",), family="world", specificity=0.75),
     S("nccl-duplicate-rank", "Two processes registered the same rank with NCCL",
       r"Bootstrap Root : rank \d+ of \d+ ranks has already checked in", "culprit",

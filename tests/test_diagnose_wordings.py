@@ -547,6 +547,9 @@ CASES = [  # (the answer expected first, another that must be among the first th
     # that goes distributed anyway.
     ('no-launcher', None, "ValueError: Invalid launcher type: none\n"),
     (N, None, "ValueError: Invalid launcher type: pytroch\n"),
+    # A TensorRT-LLM engine built for two ranks run in one process (plain python, no mpirun), or in three.
+    ('no-launcher', None, 'AssertionError: Engine world size (2) != Runtime world size (1)\n'),
+    ('world-size-mismatch', None, 'AssertionError: Engine world size (4) != Runtime world size (2)\n'),
     # MoCo's main_worker (and its forks') refusal to run outside its own distributed mode.
     (N, 'no-launcher', 'NotImplementedError: Only DistributedDataParallel is supported.\n'),
     # The launcher's world and torch's, or the scheduler's tasks and the trainer's, disagree.
