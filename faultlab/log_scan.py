@@ -231,7 +231,7 @@ def _finder(with_error_lines: bool = True) -> _LiteralFinder:
     return _FINDERS[with_error_lines]
 
 
-WORD_BREAK_REACH = 24  # bytes: how far a signature's pattern reaches past its literal, at most (a count, a port)
+WORD_BREAK_REACH = 40  # bytes: how far a signature's pattern reaches past its literal, at most (a port and a code)
 # A line end and the marks of a markdown quote after it: a paste quoted after its wrap carries them onto every
 # piece, between the words the wrap split.
 _LINE_END_AND_QUOTE = re.compile(rb"\n(?:>[ ]?)*")

@@ -163,12 +163,12 @@ JOB: tuple[Signature, ...] = (
                 "Distributed environment: ", "Only DistributedDataParallel is supported"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.45),
     S("launcher-none", "The script found itself alone, or told it had no launcher, where a job was meant",
-      r"Invalid launcher type: none\b|Engine world size \(\d+\) != Runtime world size \(1\)", "culprit",
-      "mmengine's and mmcv's init_dist was handed the launcher 'none', which OpenMMLab-style scripts are given "
-      "(--launcher none) when started with plain python; a TensorRT-LLM engine built for several ranks ran in "
-      "one process: torchrun, srun or mpirun was meant to start them.",
-      literals=("Invalid launcher type: none", "Runtime world size (1)"), suggests=("no-launcher",),
-      family="launcher-variable", specificity=0.85),
+      r"Invalid launcher type: [Nn]one\b|Engine world size \(\d+\) != Runtime world size \(1\)", "culprit",
+      "mmengine's and mmcv's init_dist was handed the launcher 'none' (or None), which OpenMMLab-style scripts "
+      "are given (--launcher none) when started with plain python; a TensorRT-LLM engine built for several ranks "
+      "ran in one process: torchrun, srun or mpirun was meant to start them.",
+      literals=("Invalid launcher type: none", "Invalid launcher type: None", "Runtime world size (1)"),
+      suggests=("no-launcher",), family="launcher-variable", specificity=0.85),
     S("deepspeed-mpi-discovery", "DeepSpeed found no launcher variables and fell back to MPI discovery",
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "

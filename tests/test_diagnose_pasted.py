@@ -280,3 +280,24 @@ def test_respelling_only_corrects_long_words_one_edit_from_exactly_one_known_wor
     assert not respeller.corrections("ordinary words stay")  # two edits away
     assert not respeller.corrections("detct")  # one edit, but too short a word to tell
     assert not respeller.corrections("x" * 3000 + " ordinnal")  # a line this long is machine output
+
+
+def test_a_word_wrap_in_the_listen_failures_port_and_code_is_looked_for():
+    # the listen failure's pattern reaches a port and a code past its literal: a wrap after "code:" splits it
+    finder = log_scan._finder(False)
+    split = (b"[W1205 socket.cpp:752] [c10d] The server socket has failed to listen on any local network address. "
+             b"port: 29500, useIpv6: 0, code:\n-13, name: EACCES, message: permission denied\n")
+    assert log_scan._word_breaks(split, finder) == {0}
+
+
+@pytest.mark.parametrize("wrapped_after", ["useIpv6: 0,", "code:"])
+def test_a_word_wrapped_listen_failure_is_read_joined(tmp_path, wrapped_after):
+    error = ("[W1205 socket.cpp:752] [c10d] The server socket has failed to listen on any local network address. "
+             "port: 29500, useIpv6: 0, code: -13, name: EACCES, message: permission denied")
+    cut = error.index(wrapped_after) + len(wrapped_after)
+    log = tmp_path / "paste.log"
+    # not the paste's widest line: only the word-wrap reading can join it
+    widest = "[I1205 socket.cpp:752] [c10d] " + "w" * 160
+    log.write_text(f"{widest}\n{error[:cut]}\n{error[cut + 1:]}\n")
+    found = diagnose.diagnose([log])
+    assert any(item.signature == "server-bind-failed" for item in found.evidence)

@@ -546,6 +546,7 @@ CASES = [  # (the answer expected first, another that must be among the first th
     # mmengine's and mmcv's init_dist given the launcher "none" (`--launcher none`: plain python) by a script
     # that goes distributed anyway.
     ('no-launcher', None, "ValueError: Invalid launcher type: none\n"),
+    ('no-launcher', None, "ValueError: Invalid launcher type: None\n"),  # launcher=None in Python
     (N, None, "ValueError: Invalid launcher type: pytroch\n"),
     # A TensorRT-LLM engine built for two ranks run in one process (plain python, no mpirun), or in three.
     ('no-launcher', None, 'AssertionError: Engine world size (2) != Runtime world size (1)\n'),
