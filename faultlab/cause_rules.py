@@ -204,6 +204,11 @@ RULES: tuple[Rule, ...] = (
     Rule("stack-idle-main-thread", "a main thread waits outside every collective", ("frozen-rank", "straggler-rank"), 0.5,
          why="py-spy's stack of a main thread that waits outside every collective (on its data, a lock, a queue): "
              "in a hang, the rank the others wait for"),
+    Rule("killed-by-signal", "the job was a single process", outside=True,
+         why="the job was one process (one node, one process per node, or accelerate's single-process launcher): "
+             "no rank of a distributed job died, the process itself was killed (most often by the OOM killer)"),
+    Rule("out-of-memory", "the job was a single process", outside=True,
+         why="the job was one process: it ran out of memory on its own, no rank of a distributed job died"),
     Rule("destroy-not-called", "another failure came first", specificity=0.15,
          why="the warning follows another failure: the process died without tearing down"),
 )

@@ -127,6 +127,7 @@ class Address:
 class Facts:
     nodes: int | None = None
     slurm_tasks: bool = False  # a trainer said SLURM starts its processes (srun's tasks)
+    one_process_launch: bool = False  # the launcher was one that starts a single process (accelerate's simple one)
     announced_ranks: set = dataclasses.field(default_factory=set)  # (node, global rank) of processes that said they started
     per_node: int | None = None
     world_size: int | None = None
@@ -252,6 +253,7 @@ def _read_topology(facts: Facts, line: str, node: int | None) -> None:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
     facts.announced_ranks.update((node, int(rank)) for rank in ANNOUNCED_RANK.findall(line))
     facts.slurm_tasks = facts.slurm_tasks or "Multi-processing is handled by Slurm" in line
+    facts.one_process_launch = facts.one_process_launch or ", in simple_launcher" in line
     hosts = WORKER_HOSTS.search(line)
     if hosts:
         facts.nodes = max(facts.nodes or 0, len([host for host in hosts[1].split(",") if host]))

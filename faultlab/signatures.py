@@ -155,7 +155,8 @@ NETWORK: tuple[Signature, ...] = (
                 "nodename nor servname", "getaddrinfo failed", "No address associated with hostname", "gaierror",
                 "[Errno -2]", "[Errno -3]", "[Errno -5]", "[Errno -8]", "hostname of the rendezvous endpoint",
                 "Unable to detect suitable master address", "No such host is known"),
-      suggests=("wrong-master-addr",), family="name-resolution"),
+      # a pod's name resolves only once the pod runs: a store host started late reads the same
+      suggests=("wrong-master-addr", "late-store-host"), family="name-resolution"),
     S("rendezvous-connect-failed", "The launcher could not reach the rendezvous store",
       r"RendezvousConnectionError|connection to the C10d store has failed", "culprit",
       "This node's launcher could not connect to --rdzv_endpoint: wrong host or port, or blocked.", ("launcher",),

@@ -69,10 +69,11 @@ CONTEXT: tuple[Signature, ...] = (
     S("ctx-topology", "Node, process and world counts",
       r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
       r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+|num_nodes[= ]\d+|Running on the following workers: "
-      r"|Multi-processing is handled by Slurm",
+      r"|Multi-processing is handled by Slurm"
+      r"|, in simple_launcher\b",  # accelerate's launcher of a job of one process, in its traceback
       "neutral", "How many nodes and ranks the job has.", (),
       literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: ", "num_nodes",
-                "Running on the following workers: ", "Multi-processing is handled by Slurm"),
+                "Running on the following workers: ", "Multi-processing is handled by Slurm", "in simple_launcher"),
       effect="context"),
     S("ctx-rank-announced", "A process announces its global rank and the size of the world",
       r"GLOBAL_RANK: \d+, MEMBER: \d+/\d+", "neutral",

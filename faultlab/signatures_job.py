@@ -279,8 +279,8 @@ JOB: tuple[Signature, ...] = (
     S("nccl-system-error", "NCCL: unhandled system error", r"unhand?led system error|ncclSystemError", "culprit",
       "A system call inside NCCL failed (shared memory, sockets); NCCL_DEBUG=WARN prints which one.",
       literals=("unhandled system error", "unhanled system error", "ncclSystemError"),
-      # Alone, the line was one of these causes in 7 of the development set's 9 public logs that show nothing else.
-      suggests=("shm-exhausted", "wrong-socket-interface", "firewall"), family="nccl-error", specificity=0.6),
+      # Alone, the line was one of these causes in 7 of the development set's 13 public logs that show nothing else.
+      suggests=("shm-exhausted", "wrong-socket-interface", "firewall"), family="nccl-error", specificity=0.55),
     S("nccl-internal-error", "NCCL: internal error",
       r"internal error - please report this issue|ncclInternalError|NCCL Error 3: internal error", "culprit",
       "NCCL's catch-all for a check that failed: most often a bootstrap that mixed interfaces or hosts "
@@ -413,14 +413,16 @@ JOB: tuple[Signature, ...] = (
       r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
       r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>"
       r"|^Killed\s*$|: line \d+: +\d+ Killed\s|srun: error: \S+: tasks? [\d,-]+: Killed"
-      r"|(?:mpirun|prterun) noticed that process rank \d+ with PID \S+ on node \S+ exited on signal (?:9|6)\b"
+      r"|(?:mpirun|prterun) noticed that process rank \d+ with PID \S+ on node \S+ exited on signal (?:9|6|11)\b"
+      # Open MPI's own report from inside the dying process: "[host:pid] Signal: Segmentation fault (11)"
+      r"|\] Signal: (?:Segmentation fault|Aborted|Killed) \((?:11|6|9)\)"
       r"|Workers \(tasks / actors\) killed due to memory pressure \(OOM\)", "culprit",
       "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
       "torchrun, DeepSpeed's and accelerate's launchers, srun, mpirun and Ray each word it their own way.",
       ("launcher",),
       literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
                 "exits with return code = -", "died with <Signals.SIG", "Killed", "exited on signal",
-                "killed due to memory pressure"),
+                "Signal: Segmentation fault", "Signal: Aborted", "killed due to memory pressure"),
       suggests=("rank-crash",), family="exit", specificity=0.75, keep=16),
     S("child-failed", "torchrun's failure report (Root Cause block)", r"Root Cause \(first observed failure\)",
       "neutral", "The launcher's first observed failure, which can be a victim that timed out first.", ("launcher",),

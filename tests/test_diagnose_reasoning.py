@@ -111,6 +111,30 @@ def test_one_ambiguous_line_never_shows_certainty(tmp_path):
         assert sum(c.confidence for c in found.causes) + found.unknown == pytest.approx(1, abs=0.01)
 
 
+def test_a_name_that_does_not_resolve_yet_may_be_a_store_host_not_up(tmp_path):
+    # On Kubernetes the master pod's name resolves only once that pod runs.
+    found = _diagnose(tmp_path, "ValueError: host not found: Name or service not known\n")
+    assert found.answers()[:2] == ("wrong-master-addr", "late-store-host")
+
+
+def test_a_single_process_killed_or_out_of_memory_is_no_rank_crash(tmp_path):
+    killed = ('  File "/usr/lib/python3/site-packages/accelerate/commands/launch.py", line 637, in simple_launcher\n'
+              "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n"
+              "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' died with "
+              "<Signals.SIGKILL: 9>.\n")
+    found = _diagnose(tmp_path, killed)
+    assert found.answers() == (diagnose.NOT_IN_CATALOG,) and "killed-by-signal" in found.outside
+    alone = _diagnose(tmp_path, "torchrun --nnodes=1 --nproc_per_node=1 train.py\n"
+                                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB.\n")
+    assert alone.answers() == (diagnose.NOT_IN_CATALOG,)
+    # the same lines from one of several processes are a rank that crashed
+    several = _diagnose(tmp_path, killed.replace(", in simple_launcher", ", in multi_gpu_launcher"))
+    assert several.answers()[0] == "rank-crash"
+    two = _diagnose(tmp_path, "torchrun --nnodes=1 --nproc_per_node=2 train.py\n"
+                              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB.\n")
+    assert two.answers()[0] == "rank-crash"
+
+
 def test_a_bare_system_error_names_its_likeliest_causes_at_low_confidence(tmp_path):
     """Alone, NCCL's "unhandled system error" was /dev/shm or the interface in most public logs: those come
     first, each shown far from certain, and "not in the catalog" right behind them."""

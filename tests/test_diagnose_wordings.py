@@ -409,6 +409,13 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'message truncated : receiving 1048576 bytes instead of 65536\n'),
     # srun reports a task the kernel killed (the OOM killer's SIGKILL) in its own words.
     ('rank-crash', None, 'srun: error: node3: task 2: Killed\nsrun: Terminating StepId=4242.0\n'),
+    # Open MPI's report from inside a rank that crashed, under mpirun --tag-output; and mpirun's own.
+    ('rank-crash', None,
+     '[1,50]<stderr>:[node7:21766] *** Process received signal ***\n'
+     '[1,50]<stderr>:[node7:21766] Signal: Segmentation fault (11)\n'
+     '[1,50]<stderr>:[node7:21766] Signal code: Address not mapped (1)\n'),
+    ('rank-crash', None,
+     'mpirun noticed that process rank 3 with PID 0 on node node2 exited on signal 11 (Segmentation fault).\n'),
     # The NIC's driver, pasted from dmesg: the link itself went down.
     ('link-down', None,
      '[Fri Mar  1 10:00:00 2024] mlx5_core 0000:5e:00.0 enp94s0f0np0: Link down\n'
