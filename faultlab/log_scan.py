@@ -42,12 +42,15 @@ REPETITIVE_MIN_BYTES = 1 << 20  # smaller blocks are read line by line: the prob
 DENSE_BYTES_PER_HIT = 400  # denser than a hit per 400 bytes: see whether a few lines repeat
 REPETITION = 20  # a block is "a few lines repeated" with at most one distinct line per 20
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# torch's [rankN]: and [Rank N], mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ",
-# and srun's or mpirun's own report of one task (its task number is the rank).
-RANK_PREFIX = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]|^\[\d+,(\d+)\]<std(?:out|err)>:"
-                         r"|^\s*(\d+): |^srun: error: \S+: task (\d+): |^(?:mpirun|prterun) noticed that process rank (\d+) ")
-RANK_PREFIX_BYTES = re.compile(RANK_PREFIX.pattern.encode())
-RANK_PREFIX_REACH = 160
+# A line's rank: torch's own [rankN]: and [Rank N] first; else a collector's label of the task that wrote it:
+# mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ", srun's or mpirun's own report of one
+# task. Under srun, a task can be a node's torchrun, so its number is the node's, not the rank's.
+TORCH_RANK_LABEL = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]")
+TASK_LABEL = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:|\s*(\d+): |srun: error: \S+: task (\d+): "
+                        r"|(?:mpirun|prterun) noticed that process rank (\d+) ")  # at a line's start
+TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES = (re.compile(pattern.pattern.encode())
+                                            for pattern in (TORCH_RANK_LABEL, TASK_LABEL))
+RANK_LABEL_REACH = 160  # torch's label sits near a line's start: look there first
 # Lines worth showing when no signature is known: found by the same literal search.
 ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
                    b"Timed out", b"FATAL", b"fatal")
@@ -77,9 +80,10 @@ def _matches(regex: re.Pattern, line: str) -> bool:
     return bool(regex.search(body) or body is not line and regex.search(line))
 
 
-def _rank_of_line(line: str) -> int | None:
-    match = RANK_PREFIX.search(line)
-    return int(next(group for group in match.groups() if group is not None)) if match else None
+def _rank_of_line(line, torch_label: re.Pattern = TORCH_RANK_LABEL, task_label: re.Pattern = TASK_LABEL):
+    """The rank a line (str, or bytes with the patterns' bytes twins) names, None where it names none."""
+    match = torch_label.search(line, 0, RANK_LABEL_REACH) or task_label.match(line) or torch_label.search(line)
+    return int(match[match.lastindex]) if match else None
 
 
 @dataclasses.dataclass
@@ -316,9 +320,8 @@ class _BlockState:
         """Whether nothing of this line could still be kept (judged from its raw bytes)."""
         if b"\x1b" in raw or (ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT):
             return False
-        # A rank prefix sits near the start: look there first (the leftmost match either way).
-        match = RANK_PREFIX_BYTES.search(raw, 0, RANK_PREFIX_REACH) or RANK_PREFIX_BYTES.search(raw)
-        rank = int(match[match.lastindex]) if match else self.place.rank
+        rank = _rank_of_line(raw, TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES)
+        rank = self.place.rank if rank is None else rank
         kept = self.kept
         for label in labels:
             if label != ERROR_LINE and kept[label, rank] < KEEP[label]:

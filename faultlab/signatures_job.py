@@ -412,23 +412,27 @@ JOB: tuple[Signature, ...] = (
       r"exitcode\s*:\s*-(?:9|6|11)\b|(?i:signal) (?:9|6|11) \(SIG[A-Z]+\) received by PID"
       r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
       r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>"
-      r"|^Killed\s*$|: line \d+: +\d+ Killed\s|srun: error: \S+: tasks? [\d,-]+: Killed"
+      r"|^Killed\s*$|: line \d+: +\d+ Killed\s"
+      r"|srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted)"
       r"|(?:mpirun|prterun) noticed that process rank \d+ with PID \S+ on node \S+ exited on signal (?:9|6|11)\b"
-      # Open MPI's own report from inside the dying process: "[host:pid] Signal: Segmentation fault (11)"
+      # Open MPI's and UCX's own reports from inside the dying process: "[host:pid] Signal: Segmentation fault
+      # (11)", "[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped ...)"
       r"|\] Signal: (?:Segmentation fault|Aborted|Killed) \((?:11|6|9)\)"
+      r"|Caught signal (?:11|6) \((?:Segmentation fault|Aborted)"
       r"|Workers \(tasks / actors\) killed due to memory pressure \(OOM\)", "culprit",
       "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
       "torchrun, DeepSpeed's and accelerate's launchers, srun, mpirun and Ray each word it their own way.",
       ("launcher",),
       literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
                 "exits with return code = -", "died with <Signals.SIG", "Killed", "exited on signal",
-                "Signal: Segmentation fault", "Signal: Aborted", "killed due to memory pressure"),
+                ": Segmentation fault", ": Aborted", "Caught signal", "killed due to memory pressure"),
       suggests=("rank-crash",), family="exit", specificity=0.75, keep=16),
     S("child-failed", "torchrun's failure report (Root Cause block)", r"Root Cause \(first observed failure\)",
       "neutral", "The launcher's first observed failure, which can be a victim that timed out first.", ("launcher",),
       literals=("Root Cause (first observed failure)",), family="exit", effect="side"),
     S("python-exception", "An uncaught Python exception",
-      r"^(?:\[rank\d+\]: )?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): ", "neutral",
+      # torchrun's ChildFailedError is the launcher's report of a worker's failure, not a rank's own error
+      r"^(?:\[rank\d+\]: )?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)(?<!ChildFailedError): ", "neutral",
       "The last line of a traceback: the error as Python raised it.", ("rank",), literals=("Error: ", "Exception: "),
       family="exit"),
 )

@@ -222,6 +222,19 @@ def test_mpirun_and_srun_rank_labels(tmp_path):
     assert found.culprits == (2,) and found.victims == (5,)
 
 
+def test_torchs_rank_label_outranks_the_task_label_of_srun_over_torchrun(tmp_path):
+    # srun --label before torchrun: the task is a node's launcher; torch's [rankN] is the rank. The launcher's
+    # own ChildFailedError is its report of a worker, no rank's error.
+    (tmp_path / "job.log").write_text(
+        "1: [rank5]: RuntimeError: corrupt sample in shard 5\n"
+        + "".join(f"{r // 4}: [rank{r}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /x/5\n"
+                  for r in (0, 1, 2, 3, 4, 6, 7))
+        + "1: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.causes[0].cause == "rank-crash" and found.culprits == (5,)
+    assert found.victims == (0, 1, 2, 3, 4, 6, 7)
+
+
 def test_srun_names_the_task_it_saw_killed(tmp_path):
     (tmp_path / "job.out").write_text("srun: error: node3: task 6: Killed\nsrun: error: node3: tasks 0-5,7: Terminated\n")
     found = diagnose.diagnose([tmp_path / "job.out"])

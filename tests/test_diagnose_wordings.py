@@ -416,6 +416,11 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[1,50]<stderr>:[node7:21766] Signal code: Address not mapped (1)\n'),
     ('rank-crash', None,
      'mpirun noticed that process rank 3 with PID 0 on node node2 exited on signal 11 (Segmentation fault).\n'),
+    # UCX's handler inside a crashing task, and srun's word for it.
+    ('rank-crash', None,
+     '640: [nid007306:244443:0:244443] Caught signal 11 (Segmentation fault: address not mapped to object at '
+     'address 0x455)\n'),
+    ('rank-crash', None, 'srun: error: nid007306: task 640: Segmentation fault\nsrun: Terminating StepId=348680.1\n'),
     # The NIC's driver, pasted from dmesg: the link itself went down.
     ('link-down', None,
      '[Fri Mar  1 10:00:00 2024] mlx5_core 0000:5e:00.0 enp94s0f0np0: Link down\n'
