@@ -55,7 +55,7 @@ VISIBLE_DEVICES = re.compile(r"CUDA_VISIBLE_DEVICES(?:=([\d,]+)|: \[([\d, ]*)\])
                              r"|VISIBLE GPUS: ([\d, ]+)")
 DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (\d+)|cudaDev (\d+)|set_device\((\d+)\)"
                           r"|SetDevice for id:(\d+)")
-NODES = re.compile(r"nnodes[= :]+(\d+)|num_nodes[= ](\d+)")
+NODES = re.compile(r"nnodes[= :]+(?:\d+:)?(\d+)|num_nodes[= ](\d+)")  # an elastic 1:4 counts as its most
 # DeepSpeed's multi-node runner names its hosts: "Running on the following workers: a,b".
 WORKER_HOSTS = re.compile(r"Running on the following workers: (\S+)")
 PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")

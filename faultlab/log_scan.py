@@ -46,11 +46,10 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ", srun's or mpirun's own report of one
 # task. Under srun, a task can be a node's torchrun, so its number is the node's, not the rank's.
 TORCH_RANK_LABEL = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]")
-TASK_LABEL = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:|\s*(\d+): |srun: error: \S+: task (\d+): "
-                        r"|(?:mpirun|prterun) noticed that process rank (\d+) ")  # at a line's start
+TASK_LABEL = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:|^\s*(\d+): |^srun: error: \S+: task (\d+): "
+                        r"|^(?:mpirun|prterun) noticed that process rank (\d+) ")
 TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES = (re.compile(pattern.pattern.encode())
                                             for pattern in (TORCH_RANK_LABEL, TASK_LABEL))
-RANK_LABEL_REACH = 160  # torch's label sits near a line's start: look there first
 # Lines worth showing when no signature is known: found by the same literal search.
 ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
                    b"Timed out", b"FATAL", b"fatal")
@@ -82,7 +81,7 @@ def _matches(regex: re.Pattern, line: str) -> bool:
 
 def _rank_of_line(line, torch_label: re.Pattern = TORCH_RANK_LABEL, task_label: re.Pattern = TASK_LABEL):
     """The rank a line (str, or bytes with the patterns' bytes twins) names, None where it names none."""
-    match = torch_label.search(line, 0, RANK_LABEL_REACH) or task_label.match(line) or torch_label.search(line)
+    match = torch_label.search(line) or task_label.match(line)
     return int(match[match.lastindex]) if match else None
 
 

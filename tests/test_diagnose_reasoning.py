@@ -130,6 +130,9 @@ def test_a_single_process_killed_or_out_of_memory_is_no_rank_crash(tmp_path):
     # the same lines from one of several processes are a rank that crashed
     several = _diagnose(tmp_path, killed.replace(", in simple_launcher", ", in multi_gpu_launcher"))
     assert several.answers()[0] == "rank-crash"
+    elastic = _diagnose(tmp_path, "torchrun --nnodes=1:4 --nproc_per_node=1 train.py\n"
+                                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB.\n")
+    assert elastic.answers()[0] == "rank-crash"
     two = _diagnose(tmp_path, "torchrun --nnodes=1 --nproc_per_node=2 train.py\n"
                               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB.\n")
     assert two.answers()[0] == "rank-crash"
