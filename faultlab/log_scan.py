@@ -79,7 +79,7 @@ def _matches(regex: re.Pattern, line: str) -> bool:
     return bool(regex.search(body) or body is not line and regex.search(line))
 
 
-def _rank_of_line(line, torch_label: re.Pattern = TORCH_RANK_LABEL, task_label: re.Pattern = TASK_LABEL):
+def _rank_of_line(line, torch_label: re.Pattern = TORCH_RANK_LABEL, task_label: re.Pattern = TASK_LABEL) -> int | None:
     """The rank a line (str, or bytes with the patterns' bytes twins) names, None where it names none."""
     match = torch_label.search(line) or task_label.match(line)
     return int(match[match.lastindex]) if match else None

@@ -415,9 +415,9 @@ JOB: tuple[Signature, ...] = (
       r"|^Killed\s*$|: line \d+: +\d+ Killed\s"
       r"|srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault)"
       r"|(?:mpirun|prterun) noticed that process rank \d+ with PID \S+ on node \S+ exited on signal (?:9|6|11)\b"
-      # (not their SIGABRT: a rank's watchdog aborts it after a timeout, a victim's end)
       # Open MPI's and UCX's own reports from inside the dying process: "[host:pid] Signal: Segmentation fault
-      # (11)", "[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped ...)"
+      # (11)", "[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped ...)". Not their
+      # SIGABRT, nor srun's "Aborted": torch's watchdog aborts a rank whose collective timed out, a victim's end.
       r"|\] Signal: (?:Segmentation fault|Killed) \((?:11|9)\)"
       r"|Caught signal 11 \(Segmentation fault"
       r"|Workers \(tasks / actors\) killed due to memory pressure \(OOM\)", "culprit",

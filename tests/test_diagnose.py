@@ -229,10 +229,22 @@ def test_torchs_rank_label_outranks_the_task_label_of_srun_over_torchrun(tmp_pat
         "1: [rank5]: RuntimeError: corrupt sample in shard 5\n"
         + "".join(f"{r // 4}: [rank{r}]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /x/5\n"
                   for r in (0, 1, 2, 3, 4, 6, 7))
-        + "1: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n")
+        + "1: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: train.py FAILED\n")
     found = diagnose.diagnose([tmp_path])
     assert found.causes[0].cause == "rank-crash" and found.culprits == (5,)
     assert found.victims == (0, 1, 2, 3, 4, 6, 7)
+    assert not any("ChildFailedError" in item.line for item in found.evidence if item.signature == "python-exception")
+
+
+def test_ranks_their_watchdog_aborted_after_a_timeout_are_victims_not_culprits(tmp_path):
+    # torch ends a rank whose collective timed out with SIGABRT; srun reports each such task "Aborted".
+    (tmp_path / "job.log").write_text("".join(
+        f"{r}: [rank{r}]:[E1205 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+        f"operation timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+        f"for 600010 milliseconds before timing out.\n" for r in (0, 1, 2))
+        + "".join(f"srun: error: nid00{r}: task {r}: Aborted (core dumped)\n" for r in (0, 1, 2)))
+    found = diagnose.diagnose([tmp_path])
+    assert found.answers()[0] == "straggler-rank" and found.culprits == () and found.victims == (0, 1, 2)
 
 
 def test_srun_names_the_task_it_saw_killed(tmp_path):

@@ -416,13 +416,6 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[1,50]<stderr>:[node7:21766] Signal code: Address not mapped (1)\n'),
     ('rank-crash', None,
      'mpirun noticed that process rank 3 with PID 0 on node node2 exited on signal 11 (Segmentation fault).\n'),
-    # torchrun's report of a worker that failed is not a rank's own error.
-    (N, None, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"),
-    # A rank's SIGABRT is how its watchdog ends it after a timeout: no crash of its own.
-    ('straggler-rank', None,
-     "[rank1]:[E1205 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
-     "timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
-     "milliseconds before timing out.\nsrun: error: nid001: task 1: Aborted (core dumped)\n"),
     # UCX's handler inside a crashing task, and srun's word for it.
     ('rank-crash', None,
      '640: [nid007306:244443:0:244443] Caught signal 11 (Segmentation fault: address not mapped to object at '
