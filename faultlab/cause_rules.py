@@ -204,6 +204,9 @@ RULES: tuple[Rule, ...] = (
     Rule("stack-idle-main-thread", "a main thread waits outside every collective", ("frozen-rank", "straggler-rank"), 0.5,
          why="py-spy's stack of a main thread that waits outside every collective (on its data, a lock, a queue): "
              "in a hang, the rank the others wait for"),
+    Rule("killed-by-signal", "the only signal was SIGABRT, after a collective timed out", (), 0.0,
+         why="the workers died by SIGABRT after a collective timed out: torch's watchdog aborts a rank whose "
+             "collective timed out, so the abort is the timeout's end, not a crash of its own"),
     Rule("killed-by-signal", "the job was a single process", outside=True,
          why="the job was one process (one node, one process per node, or accelerate's single-process launcher): "
              "no rank of a distributed job died, the process itself was killed (most often by the OOM killer)"),

@@ -152,6 +152,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "every rank of several nodes timed out in the collective": lambda f, s: _every_rank_timed_out(f) and _across_nodes(f),
     "every rank of one node timed out in the collective": lambda f, s: _every_rank_timed_out(f) and not _across_nodes(f),
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
+    "the only signal was SIGABRT, after a collective timed out": lambda f, s: (
+        f.worker_signals == {"SIGABRT"} and "collective-timeout" in s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "the job was a single process": lambda f, s: (f.world_size or 1) == 1 and (
         f.one_process_launch or (f.per_node == 1 and f.nodes == 1)),

@@ -44,6 +44,9 @@ ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
 # The signal that stopped a launcher (torchrun's agent, DeepSpeed's), by number or name.
 LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal"
                              r"|Main process received (SIG[A-Z]+)")
+# Which signal a killed-by-signal line names: SIGABRT by -6, 6, ABRT or "Aborted"; SIGSEGV likewise; else SIGKILL.
+ABORT_SIGNAL = re.compile(r"-6\b|\b(?:signal|Signal:?) 6\b|SIGABRT|Aborted")
+SEGV_SIGNAL = re.compile(r"-11\b|\b(?:signal|Signal:?) 11\b|SIGSEGV|Segmentation fault")
 TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
 SET_DEVICE_ARG = re.compile(r"set_device\(((?:[^()]|\((?:[^()]|\([^()]{0,100}\)){0,100}\)){0,200})\)?")
 MODULO = re.compile(r"[\w)\]]\s*%\s*[\w(]")  # a % between operands, not after a format string
@@ -146,6 +149,7 @@ class Facts:
     root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
     terminated_pids: set = dataclasses.field(default_factory=set)
     launcher_signals: set = dataclasses.field(default_factory=set)  # 'SIGHUP', 'SIGTERM' ... that stopped a launcher
+    worker_signals: set = dataclasses.field(default_factory=set)  # 'SIGKILL', 'SIGABRT', 'SIGSEGV' that killed workers
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
     ordinal_ranks: set = dataclasses.field(default_factory=set)  # ranks that saw 'invalid device ordinal'
     ordinal_local_ranks: set = dataclasses.field(default_factory=set)  # (rank, local rank) of those, where a path says
@@ -297,6 +301,13 @@ def _read_exits(facts: Facts, line: str) -> None:
         facts.launcher_signals.add(_signal_name(name))
 
 
+def _worker_signal(line: str) -> str:
+    """The signal a killed-by-signal line names (its wordings name only these three)."""
+    if ABORT_SIGNAL.search(line):
+        return "SIGABRT"
+    return "SIGSEGV" if SEGV_SIGNAL.search(line) else "SIGKILL"
+
+
 def _signal_name(number_or_name: str) -> str:
     if not number_or_name.isdigit():
         return number_or_name
@@ -365,6 +376,8 @@ def read_facts(evidence) -> Facts:
             _read_collectives(facts, rank, line)
         if "exits" in readers:
             _read_exits(facts, line)
+        if item.signature == "killed-by-signal":
+            facts.worker_signals.add(_worker_signal(line))
         if "shm" in readers:
             _read_shm(facts, item.signature, line)
         if "store" in readers:

@@ -247,6 +247,22 @@ def test_ranks_their_watchdog_aborted_after_a_timeout_are_victims_not_culprits(t
     assert found.answers()[0] == "straggler-rank" and found.culprits == () and found.victims == (0, 1, 2)
 
 
+def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path):
+    timeouts = "".join(
+        f"[rank{r}]:[E1205 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+        f"timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+        f"600010 milliseconds before timing out.\n" for r in (0, 1, 2))
+    report = "".join(f"  rank      : {r} (local_rank: {r})\n  exitcode  : -{signal} (pid: {100 + r})\n"
+                     f"  traceback : Signal {signal} (SIGABRT) received by PID {100 + r}\n" for r in (0, 1, 2)
+                     for signal in (6,))
+    (tmp_path / "job.log").write_text(timeouts + report)
+    found = diagnose.diagnose([tmp_path])
+    assert "rank-crash" not in found.answers()[:2] and found.culprits == ()
+    # one rank killed outright among them is a crash again
+    (tmp_path / "job.log").write_text(timeouts + report + "  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 103)\n")
+    assert diagnose.diagnose([tmp_path]).answers()[0] == "rank-crash"
+
+
 def test_srun_names_the_task_it_saw_killed(tmp_path):
     (tmp_path / "job.out").write_text("srun: error: node3: task 6: Killed\nsrun: error: node3: tasks 0-5,7: Terminated\n")
     found = diagnose.diagnose([tmp_path / "job.out"])
