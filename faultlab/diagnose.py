@@ -17,7 +17,7 @@ from . import cause_rules
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
-from .log_facts import analyzer_odd_rank, read_facts, stamp_of, untouched_pid, waited_seconds
+from .log_facts import analyzer_odd_rank, read_facts, stamp_of, waited_seconds
 from .log_inputs import job_places, log_files
 from .log_scan import ERROR_LINES_KEPT, Evidence, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
@@ -286,18 +286,23 @@ def _node_of_rank_zero(rank: int, places) -> int | None:
     return 0 if rank == 0 and any(place.node is not None for place in places) else None
 
 
+SIGNAL_EXITS_OF_A_CULPRIT = (-9, -7, -11)  # SIGKILL, SIGBUS, SIGSEGV
+
+
 def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
     """With no rank's own error in the logs: who is missing, or who the launcher saw die."""
     unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
-    first_failures = set(facts.failed_workers)
+    first_failures = set(facts.exits.failed_workers)
     if len(facts.awaited_ranks) == 1:
         rank = next(iter(facts.awaited_ranks))
         return rank, f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
     if len(unheard) == 1:
         return unheard[0], f"every other rank reported waiting; rank {unheard[0]} alone said nothing"
-    if len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] < 0):
+    # Beside waiters, a worker killed by a signal is the culprit, but not by SIGABRT (-6): that is how torch's
+    # watchdog ends a waiter whose collective timed out.
+    if len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] in SIGNAL_EXITS_OF_A_CULPRIT):
         code, local_rank, pid = next(iter(first_failures))
-        rank = facts.root_cause_ranks[0][0] if len(facts.root_cause_ranks) == 1 else local_rank
+        rank = facts.exits.root_cause_ranks[0][0] if len(facts.exits.root_cause_ranks) == 1 else local_rank
         return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
     odd = analyzer_odd_rank(facts)
     if odd is not None:
@@ -307,8 +312,8 @@ def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
         rank = next(iter(facts.analyzer_at_fault))
         return rank, (f"torch's Flight Recorder analyzer, comparing the ranks' dumps, names rank {rank} (at odds, or "
                       "no dump)")
-    if untouched_pid(facts):
-        pid, rank = untouched_pid(facts)
+    if facts.exits.untouched_pid():
+        pid, rank = facts.exits.untouched_pid()
         return rank, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
     return None, ""
 

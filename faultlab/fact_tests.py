@@ -153,7 +153,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "every rank of one node timed out in the collective": lambda f, s: _every_rank_timed_out(f) and not _across_nodes(f),
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "the only signal was SIGABRT, after a collective timed out": lambda f, s: (
-        f.worker_signals == {"SIGABRT"} and "collective-timeout" in s),
+        f.exits.worker_signals == {"SIGABRT"} and "collective-timeout" in s),
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "the job was a single process": lambda f, s: (f.world_size or 1) == 1 and (
         f.one_process_launch or (f.per_node == 1 and f.nodes == 1)),
@@ -176,7 +176,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
         "nccl-connect-failed" in s and f.nccl_init_complete),
-    "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.launcher_signals,
+    "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.exits.launcher_signals,
     "a main thread waits outside every collective while others wait in one": lambda f, s: (
         main_thread_waits_apart(f.stacks) and any(stack.in_collective for stack in f.stacks)),
     "a main thread waits outside every collective": lambda f, s: main_thread_waits_apart(f.stacks),

@@ -2,8 +2,8 @@
 
 A line that matched a signature often carries more than its wording: the device index a rank
 asked for, how many devices it sees, the address it dialed and whether that is a loopback,
-the errno, the collective and sequence number a rank was stuck in, the pid the launcher did
-not terminate. Each reader below takes the lines of the signatures that carry such a value.
+the errno, the collective and sequence number a rank was stuck in (how workers ended: log_exits).
+Each reader below takes the lines of the signatures that carry such a value.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import dataclasses
 import ipaddress
 import itertools
 import re
-import signal
 
-from . import log_stacks
+from . import log_exits, log_stacks
 from .flight_recorder.report import CULPRIT_RANK, EXPECTED_RANKS, MISSING_RANKS, NO_DUMP_RANKS
 
 NUMBER = r"(-?\d+)"
@@ -39,15 +38,6 @@ SCRIPT_RANK = re.compile(r"(?i)(?:^|[\[(:|\]]\s*)rank\W{0,3}(\d{1,6})\b")  # as 
 SCRIPT_EPOCH = re.compile(r"(?i)\bepoch\b\W{0,3}(\d{1,6})\b")
 SCRIPT_STEP = re.compile(r"(?i)\[\s*(\d{1,9})\s*/\s*(?:\d+|all)\s*\]|\b(?:step|iter(?:ation)?)\b\W{0,3}(\d{1,9})\b")
 WORK_PROGRESS = re.compile(r"last enqueued (?:NCCL )?work: (\d+), last completed (?:NCCL )?work: (\d+)")
-FAILED_WORKER = re.compile(r"exitcode:? ?(-?\d+)\)? local_rank: (\d+) \(pid: (\d+)\)")
-ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
-# The signal that stopped a launcher (torchrun's agent, DeepSpeed's), by number or name.
-LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal"
-                             r"|Main process received (SIG[A-Z]+)")
-# Which signal a killed-by-signal line names: SIGABRT by -6, 6, ABRT or "Aborted"; SIGSEGV likewise; else SIGKILL.
-ABORT_SIGNAL = re.compile(r"-6\b|\b(?:signal|Signal:?) 6\b|SIGABRT|Aborted")
-SEGV_SIGNAL = re.compile(r"-11\b|\b(?:signal|Signal:?) 11\b|SIGSEGV|Segmentation fault")
-TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
 SET_DEVICE_ARG = re.compile(r"set_device\(((?:[^()]|\((?:[^()]|\([^()]{0,100}\)){0,100}\)){0,200})\)?")
 MODULO = re.compile(r"[\w)\]]\s*%\s*[\w(]")  # a % between operands, not after a format string
 # What a set_device argument is made of: the local rank, the global rank (a variable, get_rank(), $RANK)
@@ -145,11 +135,7 @@ class Facts:
     fingerprints: list = dataclasses.field(default_factory=list)  # (rank, seq, op, shape)
     progress: dict = dataclasses.field(default_factory=dict)  # rank -> (last enqueued, last completed)
     script_epochs: dict = dataclasses.field(default_factory=dict)  # step -> {rank: epochs}, by the script's lines
-    failed_workers: list = dataclasses.field(default_factory=list)  # (exit code, local rank, pid)
-    root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
-    terminated_pids: set = dataclasses.field(default_factory=set)
-    launcher_signals: set = dataclasses.field(default_factory=set)  # 'SIGHUP', 'SIGTERM' ... that stopped a launcher
-    worker_signals: set = dataclasses.field(default_factory=set)  # 'SIGKILL', 'SIGABRT', 'SIGSEGV' that killed workers
+    exits: log_exits.Exits = dataclasses.field(default_factory=log_exits.Exits)
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
     ordinal_ranks: set = dataclasses.field(default_factory=set)  # ranks that saw 'invalid device ordinal'
     ordinal_local_ranks: set = dataclasses.field(default_factory=set)  # (rank, local rank) of those, where a path says
@@ -289,34 +275,6 @@ def _read_collectives(facts: Facts, rank, line: str) -> None:
         facts.progress[rank] = (int(progress[1]), int(progress[2]))
 
 
-def _read_exits(facts: Facts, line: str) -> None:
-    for code, local_rank, pid in FAILED_WORKER.findall(line):
-        facts.failed_workers.append((int(code), int(local_rank), int(pid)))
-    for rank, local_rank in ROOT_CAUSE_RANK.findall(line):
-        facts.root_cause_ranks.append((int(rank), int(local_rank)))
-    for pid, killed in TERMINATED_PID.findall(line):
-        facts.terminated_pids.add(int(pid or killed))
-    for match in LAUNCHER_SIGNAL.finditer(line):
-        name = next(group for group in match.groups() if group)
-        facts.launcher_signals.add(_signal_name(name))
-
-
-def _worker_signal(line: str) -> str:
-    """The signal a killed-by-signal line names (its wordings name only these three)."""
-    if ABORT_SIGNAL.search(line):
-        return "SIGABRT"
-    return "SIGSEGV" if SEGV_SIGNAL.search(line) else "SIGKILL"
-
-
-def _signal_name(number_or_name: str) -> str:
-    if not number_or_name.isdigit():
-        return number_or_name
-    try:
-        return signal.Signals(int(number_or_name)).name
-    except ValueError:
-        return number_or_name
-
-
 def _read_shm(facts: Facts, signature: str, line: str) -> None:
     """What NCCL's segment lines say, and which file system a failed write names."""
     for path in PATH.findall(line):
@@ -337,7 +295,7 @@ def _read_shm(facts: Facts, signature: str, line: str) -> None:
 READERS = {
     "ctx-devices": ("devices",), "ctx-set-device": ("devices",), "invalid-device-ordinal": ("devices",),
     "duplicate-gpu": ("devices", "duplicates"), "requested-more-gpus": ("devices",), "ctx-topology": ("topology",),
-    "ctx-rank-announced": ("topology",), "ctx-interfaces": ("interfaces",),
+    "ctx-rank-announced": ("topology",), "ctx-one-process-launcher": ("topology",), "ctx-interfaces": ("interfaces",),
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
     "ctx-work-progress": ("collectives",), "ctx-rank-progress": ("collectives",), "ctx-worker-exit": ("exits",),
     "killed-by-signal": ("exits",),
@@ -375,9 +333,7 @@ def read_facts(evidence) -> Facts:
         if "collectives" in readers:
             _read_collectives(facts, rank, line)
         if "exits" in readers:
-            _read_exits(facts, line)
-        if item.signature == "killed-by-signal":
-            facts.worker_signals.add(_worker_signal(line))
+            facts.exits.read(item.signature, line)
         if "shm" in readers:
             _read_shm(facts, item.signature, line)
         if "store" in readers:
@@ -403,20 +359,6 @@ def read_facts(evidence) -> Facts:
             _read_network(facts, line)
     facts.stacks = log_stacks.read_stacks(item for item in evidence if item.signature in log_stacks.SIGNATURES)
     return facts
-
-
-def untouched_pid(facts: Facts) -> tuple[int, int] | None:
-    """(pid, its place among the node's workers) of the one worker the launcher did not terminate.
-
-    The launcher sends SIGTERM to every worker of its node except the one that already
-    exited; workers are started in local-rank order, so their pids run consecutively."""
-    pids = sorted(facts.terminated_pids)
-    if len(pids) < 2:
-        return None
-    gaps = [pid for pid in range(pids[0], pids[-1] + 1) if pid not in facts.terminated_pids]
-    if len(gaps) == 1 and pids[-1] - pids[0] < 4 * len(pids):
-        return gaps[0], gaps[0] - pids[0]
-    return None
 
 
 def _ranks_listed(text: str) -> set[int]:

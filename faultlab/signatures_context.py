@@ -69,12 +69,16 @@ CONTEXT: tuple[Signature, ...] = (
     S("ctx-topology", "Node, process and world counts",
       r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
       r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+|num_nodes[= ]\d+|Running on the following workers: "
-      r"|Multi-processing is handled by Slurm"
-      r"|, in simple_launcher\b",  # accelerate's launcher of a job of one process, in its traceback
+      r"|Multi-processing is handled by Slurm",
       "neutral", "How many nodes and ranks the job has.", (),
       literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: ", "num_nodes",
-                "Running on the following workers: ", "Multi-processing is handled by Slurm", "in simple_launcher"),
+                "Running on the following workers: ", "Multi-processing is handled by Slurm"),
       effect="context"),
+    # Its own signature: a log full of topology lines would leave it past ctx-topology's lines kept.
+    S("ctx-one-process-launcher", "accelerate's launcher of a job of one process", r", in simple_launcher\b",
+      "neutral", "accelerate launched one process (its simple launcher, in the launcher's traceback): whatever "
+      "killed it, no rank of a distributed job died.", (), literals=("in simple_launcher",), effect="context",
+      keep=1),
     S("ctx-rank-announced", "A process announces its global rank and the size of the world",
       r"GLOBAL_RANK: \d+, MEMBER: \d+/\d+", "neutral",
       "Lightning's processes each say which member of the world they are: the ranks that never said so never "

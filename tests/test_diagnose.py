@@ -255,9 +255,10 @@ def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path)
     report = "".join(f"  rank      : {r} (local_rank: {r})\n  exitcode  : -{signal} (pid: {100 + r})\n"
                      f"  traceback : Signal {signal} (SIGABRT) received by PID {100 + r}\n" for r in (0, 1, 2)
                      for signal in (6,))
-    (tmp_path / "job.log").write_text(timeouts + report)
+    first = "[E1205 10:10:05,000] torch.distributed.elastic.multiprocessing.api: failed (exitcode: -6) local_rank: 2 (pid: 102)\n"
+    (tmp_path / "job.log").write_text(timeouts + first + report)
     found = diagnose.diagnose([tmp_path])
-    assert "rank-crash" not in found.answers()[:2] and found.culprits == ()
+    assert "rank-crash" not in found.answers()[:2] and found.culprits == () and found.culprit is None
     # one rank killed outright among them is a crash again
     (tmp_path / "job.log").write_text(timeouts + report + "  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 103)\n")
     assert diagnose.diagnose([tmp_path]).answers()[0] == "rank-crash"

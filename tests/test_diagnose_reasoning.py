@@ -124,6 +124,9 @@ def test_a_single_process_killed_or_out_of_memory_is_no_rank_crash(tmp_path):
               "<Signals.SIGKILL: 9>.\n")
     found = _diagnose(tmp_path, killed)
     assert found.answers() == (diagnose.NOT_IN_CATALOG,) and "killed-by-signal" in found.outside
+    # still so after more lines of sizes than a file keeps of them
+    chatty = _diagnose(tmp_path, "world_size=1\n" * 8 + killed)
+    assert chatty.answers() == (diagnose.NOT_IN_CATALOG,)
     alone = _diagnose(tmp_path, "torchrun --nnodes=1 --nproc_per_node=1 train.py\n"
                                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB.\n")
     assert alone.answers() == (diagnose.NOT_IN_CATALOG,)
