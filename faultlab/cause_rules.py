@@ -85,6 +85,10 @@ RULES: tuple[Rule, ...] = (
     Rule("ctx-rank-announced", "under SLURM only the first of several processes started", ("no-launcher",), 0.7,
          why="SLURM was to start the processes, but only the first announced itself and nothing failed: the batch "
              "script ran python once instead of through srun"),
+    Rule("ctx-rank-announced", "two processes claimed each of some ranks, as many ranks unclaimed",
+         ("duplicate-node-rank",), 0.8,
+         why="two processes announced each of the same global ranks while as many ranks of the world never "
+             "announced themselves: two launchers took the same node rank"),
     *(Rule(dial, "the store's host started after the others gave up dialing it", ("late-store-host",), 0.85,
            why="node 0, the store's host, wrote its first line only after the other nodes had given up dialing its "
                "store: it started too late for them")
@@ -117,6 +121,9 @@ RULES: tuple[Rule, ...] = (
          why="the refused address is a loopback: a peer advertised 127.x (its host name or interface points there)"),
     Rule("gloo-connect-failed", "a peer advertised a loopback or link-local address", ("wrong-socket-interface",), 0.9,
          why="gloo dialed a loopback or link-local address a peer advertised"),
+    Rule("ctx-interfaces", "NCCL uses docker bridges or veths, and nothing failed", ("wrong-socket-interface",), 0.3,
+         why="NCCL chose docker bridges or veths beside the real NIC and no error came: a peer on another host cannot "
+             "reach those, so connections hang rather than fail"),
     Rule("nccl-system-error", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.7,
          why="NCCL uses docker bridges or veths beside the real NIC"),
     Rule("nccl-connect-failed", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.85,

@@ -112,6 +112,14 @@ def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
             and not _culprit_sign(present))
 
 
+def _ranks_claimed_twice(facts: Facts) -> bool:
+    """Processes announced some ranks twice while as many ranks of the world were never announced, and no more
+    processes announced than the world holds: two launchers took the same node rank."""
+    doubled = {rank for rank, times in facts.announcements.items() if times > 1}
+    unclaimed = set(range(facts.world_size or 0)) - set(facts.announcements)
+    return bool(doubled) and len(doubled) == len(unclaimed) and sum(facts.announcements.values()) <= (facts.world_size or 0)
+
+
 # Named tests over the facts (and the signatures present): what a rule may ask.
 FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the device is chosen by the global rank": lambda f, s: "rank" in f.set_device_args,
@@ -125,6 +133,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "no device is visible at all": lambda f, s: f.visible_devices == 0,
     "the visible devices are physical ids without device 0": lambda f, s: _physical_ids_may_be_the_index(f),
     "under SLURM only the first of several processes started": _one_slurm_task_of_several,
+    "two processes claimed each of some ranks, as many ranks unclaimed": lambda f, s: _ranks_claimed_twice(f),
     "the ranks' own progress lines put them in different epochs at one step": lambda f, s: ranks_in_different_epochs(f),
     "every rank of the group but one is missing from a collective": lambda f, s: analyzer_odd_rank(f) is not None,
     "the store client was refused at a loopback address": _store_refused_at_loopback,
@@ -138,6 +147,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "a peer advertised a loopback or link-local address": lambda f, s: any(a.loopback or a.link_local for a in f.addresses),
     "docker bridges or veths among NCCL's interfaces or addresses":
         lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
+    "NCCL uses docker bridges or veths, and nothing failed": lambda f, s: bool(f.bridge_interfaces) and all(
+        SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
     "a container's bridge address was dialed": lambda f, s: any(a.docker_bridge for a in f.addresses),
     "the full file system is /dev/shm": _shm_named,
     "the full file system is a disk": lambda f, s: "disk-path" in f.shm and not _shm_named(f, s),

@@ -184,11 +184,13 @@ WRAP_MIN_WIDTH = 60  # narrower "wraps" are ordinary short lines
 PASTE_BYTES = 64 << 10
 WRAP_MAX_PIECES = 16  # a longer run of lines of one length is lines of one format, not a wrap
 # How a line of its own begins (a rank's tag, a timestamp, NCCL's host:pid:tid, glog's level and
-# date, a traceback and its indented frames, an exception): never a wrapped line's continuation.
+# date, a traceback and its indented frames, an exception, Lightning's lines of each process's start): never a
+# wrapped line's continuation.
 _RECORD_START = re.compile(
     r"\[(?:default)?rank\d+\]|\[Rank \d+\]|\[?\d{4}-\d{2}-\d{2}[ T]|\S+:\d+:\d+ \[\d+\] NCCL "
     r"|\[?[EWIF]\d{4} |\[[EWIF] [\w.]+:\d+\]|Traceback |[ \t]{2}"
-    r"|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning): |\[\d+,\d+\]<std|\((?:[\w.]+ )?pid=\d+")
+    r"|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning): |\[\d+,\d+\]<std|\((?:[\w.]+ )?pid=\d+"
+    r"|LOCAL_RANK: \d+ - |(?i:initializing (?:ddp|distributed)): |[GT]PU available: ")
 _SAME_START = 8  # characters: a line that begins as the line before it did is the next record
 
 

@@ -663,3 +663,23 @@ def test_rank_0_named_without_files_of_its_own_is_on_node_0(tmp_path):
         "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n")
     found = diagnose.diagnose([tmp_path])
     assert (found.culprit, found.culprit_node) == (0, 0), (found.culprit, found.culprit_node, found.culprit_reason)
+
+
+def test_two_processes_claiming_each_rank_while_others_never_start_are_a_duplicate_node_rank(tmp_path):
+    announced = "".join(f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/8\n" for rank in range(4))
+    found = _diagnose(tmp_path, announced * 2)
+    assert found.answers()[0] == "duplicate-node-rank"
+    # each rank once, the rest still to come: nothing claimed twice
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, announced).answers()
+    # every rank twice: a log printed twice, no rank missing
+    everyone = "".join(f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/4\n" for rank in range(4))
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, everyone * 2).answers()
+
+
+def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed(tmp_path):
+    interfaces = ("host1:14605:14673 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
+                  "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n")
+    quiet = _diagnose(tmp_path, interfaces)
+    assert quiet.answers()[:2] == (diagnose.NOT_IN_CATALOG, "wrong-socket-interface")
+    crashed = _diagnose(tmp_path, interfaces + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB.\n")
+    assert "wrong-socket-interface" not in crashed.answers()
