@@ -94,7 +94,7 @@ def _announced_on_one_node(facts: Facts) -> int:
     srun's output gathers every node's into one."""
     if facts.slurm_tasks:
         return 0
-    return max(collections.Counter(node for node, _ in facts.announced_ranks).values(), default=0)
+    return max(collections.Counter(node for node, _ in facts.announcements).values(), default=0)
 
 
 def _physical_ids_may_be_the_index(facts: Facts) -> bool:
@@ -108,16 +108,19 @@ def _physical_ids_may_be_the_index(facts: Facts) -> bool:
 def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
     """SLURM was to start the processes, yet only the first said it started, and nothing failed: the batch
     script ran python once itself instead of through srun (one task of the world)."""
-    return (facts.slurm_tasks and {rank for _, rank in facts.announced_ranks} == {0} and (facts.world_size or 1) > 1
+    return (facts.slurm_tasks and {rank for _, rank in facts.announcements} == {0} and (facts.world_size or 1) > 1
             and not _culprit_sign(present))
 
 
 def _ranks_claimed_twice(facts: Facts) -> bool:
     """Processes announced some ranks twice while as many ranks of the world were never announced, and no more
     processes announced than the world holds: two launchers took the same node rank."""
-    doubled = {rank for rank, times in facts.announcements.items() if times > 1}
-    unclaimed = set(range(facts.world_size or 0)) - set(facts.announcements)
-    return bool(doubled) and len(doubled) == len(unclaimed) and sum(facts.announcements.values()) <= (facts.world_size or 0)
+    claims = collections.Counter()
+    for (_, rank), times in facts.announcements.items():
+        claims[rank] += times
+    doubled = {rank for rank, times in claims.items() if times > 1}
+    unclaimed = set(range(facts.world_size or 0)) - set(claims)
+    return bool(doubled) and len(doubled) == len(unclaimed) and claims.total() <= (facts.world_size or 0)
 
 
 # Named tests over the facts (and the signatures present): what a rule may ask.

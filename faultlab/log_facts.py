@@ -121,8 +121,8 @@ class Facts:
     nodes: int | None = None
     slurm_tasks: bool = False  # a trainer said SLURM starts its processes (srun's tasks)
     one_process_launch: bool = False  # the launcher was one that starts a single process (accelerate's simple one)
-    announced_ranks: set = dataclasses.field(default_factory=set)  # (node, global rank) of processes that said they started
-    announcements: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # global rank -> times
+    # (node, global rank) -> how many processes said they started as that rank there
+    announcements: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     per_node: int | None = None
     world_size: int | None = None
     visible_devices: int | None = None
@@ -242,9 +242,7 @@ def _read_topology(facts: Facts, line: str, node: int | None) -> None:
         match = pattern.search(line)
         if match:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
-    for rank in ANNOUNCED_RANK.findall(line):
-        facts.announced_ranks.add((node, int(rank)))
-        facts.announcements[int(rank)] += 1
+    facts.announcements.update((node, int(rank)) for rank in ANNOUNCED_RANK.findall(line))
     facts.slurm_tasks = facts.slurm_tasks or "Multi-processing is handled by Slurm" in line
     facts.one_process_launch = facts.one_process_launch or ", in simple_launcher" in line
     hosts = WORKER_HOSTS.search(line)
