@@ -121,7 +121,8 @@ RULES: tuple[Rule, ...] = (
          why="the refused address is a loopback: a peer advertised 127.x (its host name or interface points there)"),
     Rule("gloo-connect-failed", "a peer advertised a loopback or link-local address", ("wrong-socket-interface",), 0.9,
          why="gloo dialed a loopback or link-local address a peer advertised"),
-    Rule("ctx-interfaces", "NCCL uses docker bridges or veths, and nothing failed", ("wrong-socket-interface",), 0.3,
+    Rule("ctx-interfaces", "NCCL uses docker bridges or veths, nothing failed, and the job may span hosts",
+         ("wrong-socket-interface",), 0.3,
          why="NCCL chose docker bridges or veths beside the real NIC and no error came: a peer on another host cannot "
              "reach those, so connections hang rather than fail"),
     Rule("nccl-system-error", "docker bridges or veths among NCCL's interfaces or addresses", ("wrong-socket-interface",), 0.7,
@@ -211,7 +212,7 @@ RULES: tuple[Rule, ...] = (
     Rule("stack-idle-main-thread", "a main thread waits outside every collective", ("frozen-rank", "straggler-rank"), 0.5,
          why="py-spy's stack of a main thread that waits outside every collective (on its data, a lock, a queue): "
              "in a hang, the rank the others wait for"),
-    Rule("killed-by-signal", "the only signal was SIGABRT, after a collective timed out", (), 0.0,
+    Rule("killed-by-signal", "the workers died only by SIGABRT, after their collectives timed out", (), 0.0,
          why="the workers died by SIGABRT after a collective timed out: torch's watchdog aborts a rank whose "
              "collective timed out, so the abort is the timeout's end, not a crash of its own"),
     Rule("killed-by-signal", "the job was a single process", outside=True,
@@ -236,10 +237,21 @@ class Reading:
     why: str
 
 
+def _rule_for(signature_id: str, facts: Facts, present: set[str]) -> Rule | None:
+    return next((rule for rule in RULES if rule.signature == signature_id and FACT_TESTS[rule.when](facts, present)),
+                None)
+
+
+def dismissed(present: set[str], facts: Facts) -> set[str]:
+    """Signatures a rule reads as no evidence here (a watchdog's SIGABRT after a timeout): they are no primary
+    sign, and no error of their rank's or node's own."""
+    return {signature_id for signature_id in present
+            if (rule := _rule_for(signature_id, facts, present)) and rule.favours == () and not rule.outside}
+
+
 def read_signature(signature_id: str, facts: Facts, present: set[str], has_primary: bool) -> Reading:
     signature = SIGNATURES_BY_ID[signature_id]
-    rule = next((rule for rule in RULES if rule.signature == signature_id
-                 and FACT_TESTS[rule.when](facts, present)), None)
+    rule = _rule_for(signature_id, facts, present)
     favours = rule.favours if rule and rule.favours is not None else signature.suggests
     specificity = rule.specificity if rule and rule.specificity is not None else signature.specificity
     outside = signature.outside or bool(rule and rule.outside)
@@ -262,7 +274,7 @@ class Ranking:
 
 def rank_causes(present: set[str], facts: Facts, learned: dict | None, extra: tuple = ()) -> Ranking:
     """`extra`: (cause, specificity, label) readings the caller derived (an own traceback among waiters)."""
-    has_primary = any(is_primary(i) for i in present) or bool(extra)
+    has_primary = any(is_primary(i) for i in present - dismissed(present, facts)) or bool(extra)
     scores: collections.Counter = collections.Counter()
     support: dict[str, set[str]] = collections.defaultdict(set)
     primary_support: set[str] = set()

@@ -130,13 +130,14 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     for item in evidence:
         files_of[item.signature].add(item.path)
     evidence = [item for item in evidence if on_enough_nodes(item.signature, files_of[item.signature])]
+    present = {item.signature for item in evidence}
+    facts = read_facts(evidence)
+    dismissed = cause_rules.dismissed(present, facts)
     seen_on: dict[int, set[str]] = collections.defaultdict(set)
     for item in evidence:
         if item.rank is not None and SIGNATURES_BY_ID[item.signature].effect != "context":
             seen_on[item.rank].add(item.signature)
-    culprits, victims = _roles(seen_on)
-    present = {item.signature for item in evidence}
-    facts = read_facts(evidence)
+    culprits, victims = _roles(seen_on, dismissed)
     named_by_file = {scan.place.rank for scan in scans if scan.place.rank is not None}
     silent = tuple(sorted(named_by_file - set(seen_on)))
     facts.quiet_ranks = set(silent) & {scan.place.rank for scan in scans if scan.size}
@@ -160,7 +161,7 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
     culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, scans,
-                                               causes[0].cause if causes else None)
+                                               causes[0].cause if causes else None, dismissed)
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
         victims=victims, silent=silent, culprit=culprit,
@@ -238,10 +239,12 @@ def _odd_node(ranks_per_node: dict[int, int]) -> int | None:
     return odd[0] if len(odd) == 1 else None
 
 
-def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Ranks with errors of their own (culprits) and ranks that only waited or lost a peer (victims)."""
+def _roles(seen_on: dict[int, set[str]], dismissed: set[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Ranks with errors of their own (culprits) and ranks that only waited or lost a peer (victims); a
+    signature the rules dismissed says neither."""
     def role_of(ids: set[str], role: str) -> bool:
-        return any(SIGNATURES_BY_ID[i].role == role and SIGNATURES_BY_ID[i].effect != "context" for i in ids)
+        return any(SIGNATURES_BY_ID[i].role == role and SIGNATURES_BY_ID[i].effect != "context"
+                   for i in ids - dismissed)
 
     def own_error(ids: set[str]) -> bool:
         # A culprit-side signature, or a traceback of its own with no sign of waiting on others.
@@ -253,7 +256,7 @@ def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ..
 
 
 def _name_culprit(culprits, victims, silent, facts, evidence, scans,
-                  first_cause: str | None) -> tuple[int | None, int | None, str]:
+                  first_cause: str | None, dismissed: set[str]) -> tuple[int | None, int | None, str]:
     """The one rank at fault, where the log singles one out, its node, and how it was told.
 
     In order: the only rank with an error of its own; the rank whose store key the waiting
@@ -267,9 +270,9 @@ def _name_culprit(culprits, victims, silent, facts, evidence, scans,
     elif culprits:
         rank, why = None, ""  # several ranks failed on their own: none singled out
     else:
-        rank, why = _culprit_by_absence(victims, silent, facts)
+        rank, why = _culprit_by_absence(victims, silent, facts, dismissed)
     if rank is None:
-        return None, *_culprit_node(evidence, facts, first_cause)
+        return None, *_culprit_node(evidence, facts, first_cause, dismissed)
     nodes = ({item.place.node for item in evidence if item.rank == rank}
              | {scan.place.node for scan in scans if scan.place.rank == rank}) - {None}
     node = nodes.pop() if len(nodes) == 1 else None
@@ -286,10 +289,7 @@ def _node_of_rank_zero(rank: int, places) -> int | None:
     return 0 if rank == 0 and any(place.node is not None for place in places) else None
 
 
-SIGNAL_EXITS_OF_A_CULPRIT = (-9, -7, -11)  # SIGKILL, SIGBUS, SIGSEGV
-
-
-def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
+def _culprit_by_absence(victims, silent, facts, dismissed: set[str]) -> tuple[int | None, str]:
     """With no rank's own error in the logs: who is missing, or who the launcher saw die."""
     unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
     first_failures = set(facts.exits.failed_workers)
@@ -298,9 +298,10 @@ def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
         return rank, f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
     if len(unheard) == 1:
         return unheard[0], f"every other rank reported waiting; rank {unheard[0]} alone said nothing"
-    # Beside waiters, a worker killed by a signal is the culprit, but not by SIGABRT (-6): that is how torch's
-    # watchdog ends a waiter whose collective timed out.
-    if len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] in SIGNAL_EXITS_OF_A_CULPRIT):
+    # Beside victims, a worker killed by a signal is the culprit, unless the rules dismissed its signal (torch's
+    # watchdog aborting ranks whose collectives timed out).
+    if len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] < 0
+                                     and "killed-by-signal" not in dismissed):
         code, local_rank, pid = next(iter(first_failures))
         rank = facts.exits.root_cause_ranks[0][0] if len(facts.exits.root_cause_ranks) == 1 else local_rank
         return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
@@ -312,8 +313,9 @@ def _culprit_by_absence(victims, silent, facts) -> tuple[int | None, str]:
         rank = next(iter(facts.analyzer_at_fault))
         return rank, (f"torch's Flight Recorder analyzer, comparing the ranks' dumps, names rank {rank} (at odds, or "
                       "no dump)")
-    if facts.exits.untouched_pid():
-        pid, rank = facts.exits.untouched_pid()
+    untouched = facts.exits.untouched_pid()
+    if untouched:
+        pid, rank = untouched
         return rank, f"the launcher sent SIGTERM to every worker but pid {pid}, which had already exited"
     return None, ""
 
@@ -323,7 +325,7 @@ def _missing_ranks(victims, facts) -> list[int]:
     return sorted(set(range(facts.world_size or max(victims) + 1)) - set(victims))
 
 
-def _culprit_node(evidence, facts, first_cause: str | None) -> tuple[int | None, str]:
+def _culprit_node(evidence, facts, first_cause: str | None, dismissed: set[str]) -> tuple[int | None, str]:
     """With no rank singled out: the one node whose logs show an error of its own, if only one does;
     else the one node none of whose ranks wrote a line while the others did."""
     if len(facts.vanished_nodes) == 1:
@@ -341,7 +343,8 @@ def _culprit_node(evidence, facts, first_cause: str | None) -> tuple[int | None,
         return node, (f"node {node} ran {facts.ranks_per_node[node]} rank(s) where the others ran "
                       f"{', '.join(map(str, others))}: its launcher was given another --nproc_per_node")
     nodes = {item.place.node for item in evidence
-             if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)}
+             if SIGNATURES_BY_ID[item.signature].role == "culprit" and cause_rules.is_primary(item.signature)
+             and item.signature not in dismissed}
     nodes.discard(None)
     if len(nodes) == 1:
         return nodes.pop(), "the only node whose logs show an error of its own"

@@ -114,13 +114,27 @@ def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
 
 def _ranks_claimed_twice(facts: Facts) -> bool:
     """Processes announced some ranks twice while as many ranks of the world were never announced, and no more
-    processes announced than the world holds: two launchers took the same node rank."""
+    processes announced than the world holds: two launchers took the same node rank. A node's own log counts
+    each rank once (its processes restarted, or its lines printed twice, are not a second node); a log of
+    unknown node counts its lines, unless torchrun restarted the workers."""
+    if facts.workers_restarted:
+        return False
     claims = collections.Counter()
-    for (_, rank), times in facts.announcements.items():
-        claims[rank] += times
+    for (node, rank), times in facts.announcements.items():
+        claims[rank] += times if node is None else 1
     doubled = {rank for rank, times in claims.items() if times > 1}
     unclaimed = set(range(facts.world_size or 0)) - set(claims)
     return bool(doubled) and len(doubled) == len(unclaimed) and claims.total() <= (facts.world_size or 0)
+
+
+def _ended_by_their_watchdog(facts: Facts, present: set) -> bool:
+    """Every worker a line says died by a signal died by SIGABRT, none before a collective timed out in its
+    file, and no line of them was left unkept (another signal may hide there): torch's watchdog aborts a rank
+    whose collective timed out."""
+    exits = facts.exits
+    return (bool(exits.aborts) and not exits.other_signals and not exits.signal_lines_cut()
+            and "collective-timeout" in present
+            and all(line > facts.first_timeout_lines.get(path, 0) for path, line in exits.aborts))
 
 
 # Named tests over the facts (and the signatures present): what a rule may ask.
@@ -150,8 +164,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "a peer advertised a loopback or link-local address": lambda f, s: any(a.loopback or a.link_local for a in f.addresses),
     "docker bridges or veths among NCCL's interfaces or addresses":
         lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
-    "NCCL uses docker bridges or veths, and nothing failed": lambda f, s: bool(f.bridge_interfaces) and all(
-        SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
+    "NCCL uses docker bridges or veths, nothing failed, and the job may span hosts": lambda f, s: (
+        bool(f.bridge_interfaces) and (f.nodes or 2) > 1 and all(SIGNATURES_BY_ID[i].effect == "context" for i in s)),
     "a container's bridge address was dialed": lambda f, s: any(a.docker_bridge for a in f.addresses),
     "the full file system is /dev/shm": _shm_named,
     "the full file system is a disk": lambda f, s: "disk-path" in f.shm and not _shm_named(f, s),
@@ -166,8 +180,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "every rank of several nodes timed out in the collective": lambda f, s: _every_rank_timed_out(f) and _across_nodes(f),
     "every rank of one node timed out in the collective": lambda f, s: _every_rank_timed_out(f) and not _across_nodes(f),
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
-    "the only signal was SIGABRT, after a collective timed out": lambda f, s: (
-        f.exits.worker_signals == {"SIGABRT"} and "collective-timeout" in s),
+    "the workers died only by SIGABRT, after their collectives timed out": _ended_by_their_watchdog,
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "the job was a single process": lambda f, s: (f.world_size or 1) == 1 and (
         f.one_process_launch or (f.per_node == 1 and f.nodes == 1)),

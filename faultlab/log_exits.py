@@ -1,22 +1,27 @@
 """Facts of how workers ended, read from the launchers' lines: each failed worker's exit code, the ranks
-torchrun's report names, the signal that killed a worker or stopped a launcher, and the pids the launcher
+torchrun's report names, where a line says a worker died by SIGABRT (torch's watchdog's way to end a rank whose
+collective timed out) or by another signal, the signal that stopped a launcher, and the pids the launcher
 terminated (the one it spared is the one that failed).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 import signal
+
+from .symptoms import SIGNATURES_BY_ID
 
 FAILED_WORKER = re.compile(r"exitcode:? ?(-?\d+)\)? local_rank: (\d+) \(pid: (\d+)\)")
 ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
 # The signal that stopped a launcher (torchrun's agent, DeepSpeed's), by number or name.
 LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal"
                              r"|Main process received (SIG[A-Z]+)")
-# Which signal a killed-by-signal line names, by exit code (": -6", "= -6"), number or name; else SIGKILL.
+# A killed-by-signal wording that names SIGABRT: by exit code (": -6", "= -6"), number or name. Read in the
+# wording's own words only: a launcher's line may echo the command, arguments and all.
 ABORT_SIGNAL = re.compile(r"[:=]\s*-6\b|\b(?i:signal) 6\b|SIGABRT")
-SEGV_SIGNAL = re.compile(r"[:=]\s*-11\b|\b(?i:signal) 11\b|SIGSEGV|Segmentation fault")
+KILLED_BY_SIGNAL = SIGNATURES_BY_ID["killed-by-signal"]
 TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
 
 
@@ -26,9 +31,14 @@ class Exits:
     root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
     terminated_pids: set = dataclasses.field(default_factory=set)
     launcher_signals: set = dataclasses.field(default_factory=set)  # 'SIGHUP', 'SIGTERM' ... that stopped a launcher
-    worker_signals: set = dataclasses.field(default_factory=set)  # 'SIGKILL', 'SIGABRT', 'SIGSEGV' that killed workers
+    # (file, line number) of each line saying a worker died by SIGABRT, and of each naming another signal
+    aborts: list = dataclasses.field(default_factory=list)
+    other_signals: list = dataclasses.field(default_factory=list)
+    signal_lines: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (file, rank) -> lines
 
-    def read(self, signature: str, line: str) -> None:
+    def read(self, item) -> None:
+        """What one evidence line (.signature, .path, .line_number, .rank, .line) says of how workers ended."""
+        line = item.line
         for code, local_rank, pid in FAILED_WORKER.findall(line):
             self.failed_workers.append((int(code), int(local_rank), int(pid)))
         for rank, local_rank in ROOT_CAUSE_RANK.findall(line):
@@ -38,8 +48,15 @@ class Exits:
         for match in LAUNCHER_SIGNAL.finditer(line):
             name = next(group for group in match.groups() if group)
             self.launcher_signals.add(_signal_name(name))
-        if signature == "killed-by-signal":
-            self.worker_signals.add(_worker_signal(line))
+        if item.signature == "killed-by-signal":
+            wording = KILLED_BY_SIGNAL.regex.search(line)
+            aborted = bool(wording and ABORT_SIGNAL.search(wording[0]))
+            (self.aborts if aborted else self.other_signals).append((item.path, item.line_number))
+            self.signal_lines[item.path, item.rank] += 1
+
+    def signal_lines_cut(self) -> bool:
+        """Some file and rank held as many killed-by-signal lines as diagnose keeps: another signal may be past them."""
+        return any(count >= KILLED_BY_SIGNAL.keep for count in self.signal_lines.values())
 
     def untouched_pid(self) -> tuple[int, int] | None:
         """(pid, its place among the node's workers) of the one worker the launcher did not terminate.
@@ -53,13 +70,6 @@ class Exits:
         if len(gaps) == 1 and pids[-1] - pids[0] < 4 * len(pids):
             return gaps[0], gaps[0] - pids[0]
         return None
-
-
-def _worker_signal(line: str) -> str:
-    """The signal a killed-by-signal line names (its wordings name only these three)."""
-    if ABORT_SIGNAL.search(line):
-        return "SIGABRT"
-    return "SIGSEGV" if SEGV_SIGNAL.search(line) else "SIGKILL"
 
 
 def _signal_name(number_or_name: str) -> str:

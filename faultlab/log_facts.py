@@ -121,6 +121,7 @@ class Facts:
     nodes: int | None = None
     slurm_tasks: bool = False  # a trainer said SLURM starts its processes (srun's tasks)
     one_process_launch: bool = False  # the launcher was one that starts a single process (accelerate's simple one)
+    workers_restarted: bool = False  # torchrun started its workers again (they announce themselves anew)
     # (node, global rank) -> how many processes said they started as that rank there
     announcements: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     per_node: int | None = None
@@ -153,6 +154,7 @@ class Facts:
     ranks_per_node: dict = dataclasses.field(default_factory=dict)  # node -> ranks with files there (diagnose fills it)
     quiet_ranks: set = dataclasses.field(default_factory=set)  # ranks whose own files hold output, no error (diagnose fills it)
     timed_out: dict = dataclasses.field(default_factory=dict)  # rank -> its node (None: unknown), for collective timeouts
+    first_timeout_lines: dict = dataclasses.field(default_factory=dict)  # file -> its first collective timeout's line
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
     nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)
     stacks: list = dataclasses.field(default_factory=list)  # log_stacks.Stack, one per thread of py-spy dumps
@@ -334,7 +336,7 @@ def read_facts(evidence) -> Facts:
         if "collectives" in readers:
             _read_collectives(facts, rank, line)
         if "exits" in readers:
-            facts.exits.read(item.signature, line)
+            facts.exits.read(item)
         if "shm" in readers:
             _read_shm(facts, item.signature, line)
         if "store" in readers:
@@ -350,10 +352,15 @@ def read_facts(evidence) -> Facts:
                 found += [(item.path, item.line_number, _ranks_listed(ranks)) for ranks in pattern.findall(line)]
         if "ib" in readers and "NET/IB" in line:
             facts.ib_codes.update(int(code) for code in IB_CODE.findall(line))
-        if item.signature == "collective-timeout" and rank is not None:
-            facts.timed_out[rank] = item.place.node
+        if item.signature == "collective-timeout":
+            first = facts.first_timeout_lines.get(item.path, item.line_number)
+            facts.first_timeout_lines[item.path] = min(first, item.line_number)
+            if rank is not None:
+                facts.timed_out[rank] = item.place.node
         if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
+        if item.signature == "ctx-workers-restarted":
+            facts.workers_restarted = True
         if item.signature == "ctx-nccl-init-complete":
             facts.nccl_init_complete = True
         if item.signature in NETWORK_SIGNATURES:

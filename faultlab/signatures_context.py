@@ -74,6 +74,10 @@ CONTEXT: tuple[Signature, ...] = (
       literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: ", "num_nodes",
                 "Running on the following workers: ", "Multi-processing is handled by Slurm"),
       effect="context"),
+    S("ctx-workers-restarted", "torchrun restarted its workers",
+      r"attempts left; will restart worker group", "neutral",
+      "The elastic agent started its workers again after a failure: each announces its rank once more.", (),
+      literals=("will restart worker group",), effect="context", keep=1),
     # Its own signature: a log full of topology lines would leave it past ctx-topology's lines kept.
     S("ctx-one-process-launcher", "accelerate's launcher of a job of one process", r", in simple_launcher\b",
       "neutral", "accelerate launched one process (its simple launcher, in the launcher's traceback): whatever "

@@ -247,21 +247,63 @@ def test_ranks_their_watchdog_aborted_after_a_timeout_are_victims_not_culprits(t
     assert found.answers()[0] == "straggler-rank" and found.culprits == () and found.victims == (0, 1, 2)
 
 
-def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path):
-    timeouts = "".join(
+def _timeouts(ranks) -> str:
+    return "".join(
         f"[rank{r}]:[E1205 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
         f"timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
-        f"600010 milliseconds before timing out.\n" for r in (0, 1, 2))
-    report = "".join(f"  rank      : {r} (local_rank: {r})\n  exitcode  : -{signal} (pid: {100 + r})\n"
-                     f"  traceback : Signal {signal} (SIGABRT) received by PID {100 + r}\n" for r in (0, 1, 2)
-                     for signal in (6,))
-    first = "[E1205 10:10:05,000] torch.distributed.elastic.multiprocessing.api: failed (exitcode: -6) local_rank: 2 (pid: 102)\n"
-    (tmp_path / "job.log").write_text(timeouts + first + report)
-    found = diagnose.diagnose([tmp_path])
+        f"600010 milliseconds before timing out.\n" for r in ranks)
+
+
+def _aborted(ranks) -> str:
+    """torchrun's report of workers that died by SIGABRT."""
+    return "".join(f"  rank      : {r} (local_rank: {r})\n  exitcode  : -6 (pid: {100 + r})\n"
+                   f"  traceback : Signal 6 (SIGABRT) received by PID {100 + r}\n" for r in ranks)
+
+
+FIRST_ABORTED = ("[E1205 10:10:05,000] torch.distributed.elastic.multiprocessing.api: failed (exitcode: -6) "
+                 "local_rank: 2 (pid: 102) of binary: /usr/bin/python\n")
+
+
+def _diagnosed(tmp_path, text: str):
+    (tmp_path / "job.log").write_text(text)
+    return diagnose.diagnose([tmp_path / "job.log"])
+
+
+def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path):
+    timed_out = _diagnosed(tmp_path, _timeouts((0, 1, 2)))
+    found = _diagnosed(tmp_path, _timeouts((0, 1, 2)) + FIRST_ABORTED + _aborted((0, 1, 2)))
     assert "rank-crash" not in found.answers()[:2] and found.culprits == () and found.culprit is None
-    # one rank killed outright among them is a crash again
-    (tmp_path / "job.log").write_text(timeouts + report + "  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 103)\n")
-    assert diagnose.diagnose([tmp_path]).answers()[0] == "rank-crash"
+    # the timeouts read as they do alone: the dismissed aborts take no weight from them
+    assert (found.causes, found.unknown) == (timed_out.causes, timed_out.unknown)
+
+
+@pytest.mark.parametrize("crash", [
+    "  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 103)\n",  # one rank killed outright among them
+    # a launcher echoing the command: its arguments are not the signal
+    "[launch.py:315:sigkill_handler] ['python', 'train.py', '--eps=-6'] exits with return code = -9\n",
+])
+def test_a_kill_among_aborted_ranks_is_a_crash(tmp_path, crash):
+    assert _diagnosed(tmp_path, _timeouts((0, 1, 2)) + _aborted((0, 1, 2)) + crash).answers()[0] == "rank-crash"
+
+
+def test_a_kill_past_the_abort_lines_kept_is_not_assumed_away(tmp_path):
+    many = _timeouts(range(12)) + _aborted(range(12)) + "  rank      : 12 (local_rank: 4)\n  exitcode  : -9 (pid: 112)\n"
+    assert _diagnosed(tmp_path, many).answers()[0] == "rank-crash"
+
+
+def test_an_abort_before_the_others_timed_out_or_with_no_timeout_is_a_crash(tmp_path):
+    before = _diagnosed(tmp_path, "WORLD_SIZE=4\n" + FIRST_ABORTED + _timeouts((0, 1, 3)))
+    assert before.answers()[0] == "rank-crash" and before.culprit == 2
+    reset = ("[rank0]: RuntimeError: Connection closed by peer [10.0.0.2]:29500\n"
+             "[rank1]: RuntimeError: Connection closed by peer [10.0.0.2]:29500\n")
+    assert _diagnosed(tmp_path, reset + FIRST_ABORTED).culprit == 2
+
+
+def test_a_node_whose_only_own_error_is_its_watchdogs_abort_is_not_singled_out(tmp_path):
+    (tmp_path / "node0.log").write_text(_timeouts((0, 1)))
+    (tmp_path / "node1.log").write_text(_timeouts((2, 3)) + _aborted((2, 3)))
+    found = diagnose.diagnose([tmp_path])
+    assert found.culprit is None and found.culprit_node is None
 
 
 def test_srun_names_the_task_it_saw_killed(tmp_path):

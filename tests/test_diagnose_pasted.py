@@ -301,3 +301,10 @@ def test_a_word_wrapped_listen_failure_is_read_joined(tmp_path, wrapped_after):
     log.write_text(f"{widest}\n{error[:cut]}\n{error[cut + 1:]}\n")
     found = diagnose.diagnose([log])
     assert any(item.signature == "server-bind-failed" for item in found.evidence)
+
+
+def test_lightning_lines_of_one_width_each_begin_a_line_of_their_own():
+    # behind a collector's prefix they reach a terminal's width, yet each is a process's own start line
+    lines = [f"trainer-1  | {text}" for rank in range(4) for text in (
+        f"LOCAL_RANK: {rank} - CUDA_VISIBLE_DEVICES: [0,1,2,3]", f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: 1/8")]
+    assert pasted.wrapped_lines(lines) == []

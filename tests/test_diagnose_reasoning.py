@@ -674,12 +674,30 @@ def test_two_processes_claiming_each_rank_while_others_never_start_are_a_duplica
     # every rank twice: a log printed twice, no rank missing
     everyone = "".join(f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/4\n" for rank in range(4))
     assert "duplicate-node-rank" not in _diagnose(tmp_path, everyone * 2).answers()
+    # one line repeated while the rest of the world is still to come; every rank thrice, more than the world
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, announced.splitlines(keepends=True)[0] + announced).answers()
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, announced * 3).answers()
+    # node 0's workers restarted by torchrun announce themselves again
+    restarted = announced + ("[default] Worker group FAILED. 1/1 attempts left; will restart worker group\n"
+                             + announced)
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, restarted).answers()
+    # two nodes' own logs, each announcing the same ranks; one node's log with its lines twice is not two nodes
+    nodes = tmp_path / "run"
+    for node in (0, 1):
+        (nodes / f"node{node}").mkdir(parents=True)
+        (nodes / f"node{node}" / "out.log").write_text(announced)
+    assert diagnose.diagnose([nodes]).answers()[0] == "duplicate-node-rank"
+    (nodes / "node1" / "out.log").write_text(
+        "".join(f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/8\n" for rank in range(4, 8)))
+    (nodes / "node0" / "out.log").write_text(announced * 2)
+    assert "duplicate-node-rank" not in diagnose.diagnose([nodes]).answers()
 
 
-def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed(tmp_path):
+def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed_across_hosts(tmp_path):
     interfaces = ("host1:14605:14673 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
                   "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n")
     quiet = _diagnose(tmp_path, interfaces)
     assert quiet.answers()[:2] == (diagnose.NOT_IN_CATALOG, "wrong-socket-interface")
-    crashed = _diagnose(tmp_path, interfaces + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB.\n")
-    assert "wrong-socket-interface" not in crashed.answers()
+    for failed in ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB.\n", "KeyError: 'model'\n",
+                   "torchrun --nnodes=1 --nproc_per_node=2 train.py\n"):  # one host: no peer elsewhere to miss
+        assert "wrong-socket-interface" not in _diagnose(tmp_path, interfaces + failed).answers(), failed
