@@ -242,10 +242,11 @@ def _rule_for(signature_id: str, facts: Facts, present: set[str]) -> Rule | None
                 None)
 
 
-def dismissed(present: set[str], facts: Facts) -> set[str]:
-    """Signatures a rule reads as no evidence here (a watchdog's SIGABRT after a timeout): they are no primary
-    sign, and no error of their rank's or node's own."""
-    return {signature_id for signature_id in present
+def dismissed(present: set[str], facts: Facts) -> dict[str, str]:
+    """Signatures a rule reads as no evidence here (a watchdog's SIGABRT after a timeout), each with the rule's
+    why: everything after reads the lines as if they were absent (no primary sign, no rank's or node's own
+    error). The dismissing rules read facts of the lines alone, not those diagnose adds across files."""
+    return {signature_id: rule.why for signature_id in present
             if (rule := _rule_for(signature_id, facts, present)) and rule.favours == () and not rule.outside}
 
 
@@ -272,14 +273,16 @@ class Ranking:
     outside: tuple[str, ...]  # signatures of known failures outside the catalog
 
 
-def rank_causes(present: set[str], facts: Facts, learned: dict | None, extra: tuple = ()) -> Ranking:
-    """`extra`: (cause, specificity, label) readings the caller derived (an own traceback among waiters)."""
-    has_primary = any(is_primary(i) for i in present - dismissed(present, facts)) or bool(extra)
+def rank_causes(present: set[str], facts: Facts, learned: dict | None, extra: tuple, gone: dict[str, str]) -> Ranking:
+    """`extra`: (cause, specificity, label) readings the caller derived (an own traceback among waiters);
+    `gone`: dismissed(present, facts), read as absent (the caller's roles read them so too)."""
+    present = present - set(gone)
+    has_primary = any(is_primary(i) for i in present) or bool(extra)
     scores: collections.Counter = collections.Counter()
     support: dict[str, set[str]] = collections.defaultdict(set)
     primary_support: set[str] = set()
     known_terms: dict[str, float] = {}  # family -> the most specific reading in it (one family: one piece of evidence)
-    outside, reasons = [], []
+    outside, reasons = [], list(gone.values())
     for signature_id in sorted(present):
         reading = read_signature(signature_id, facts, present, has_primary)
         if reading.why:

@@ -13,7 +13,7 @@ import collections
 import dataclasses
 from pathlib import Path
 
-from . import cause_rules
+from . import cause_rules, log_exits
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
@@ -132,12 +132,12 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     evidence = [item for item in evidence if on_enough_nodes(item.signature, files_of[item.signature])]
     present = {item.signature for item in evidence}
     facts = read_facts(evidence)
-    dismissed = cause_rules.dismissed(present, facts)
+    gone = cause_rules.dismissed(present, facts)
     seen_on: dict[int, set[str]] = collections.defaultdict(set)
     for item in evidence:
-        if item.rank is not None and SIGNATURES_BY_ID[item.signature].effect != "context":
+        if item.rank is not None and SIGNATURES_BY_ID[item.signature].effect != "context" and item.signature not in gone:
             seen_on[item.rank].add(item.signature)
-    culprits, victims = _roles(seen_on, dismissed)
+    culprits, victims = _roles(seen_on)
     named_by_file = {scan.place.rank for scan in scans if scan.place.rank is not None}
     silent = tuple(sorted(named_by_file - set(seen_on)))
     facts.quiet_ranks = set(silent) & {scan.place.rank for scan in scans if scan.size}
@@ -157,11 +157,11 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
         counts = ", ".join(f"node {node} {count}" for node, count in sorted(facts.ranks_per_node.items()))
         derived_why = (f"the nodes ran different numbers of ranks ({counts}): their launchers were given different "
                        "--nproc_per_node, so the world is not the size meant",)
-    ranking = cause_rules.rank_causes(present, facts, cause_counts, extra)
+    ranking = cause_rules.rank_causes(present, facts, cause_counts, extra, gone)
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
     culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, scans,
-                                               causes[0].cause if causes else None, dismissed)
+                                               causes[0].cause if causes else None, set(gone))
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
         victims=victims, silent=silent, culprit=culprit,
@@ -239,12 +239,10 @@ def _odd_node(ranks_per_node: dict[int, int]) -> int | None:
     return odd[0] if len(odd) == 1 else None
 
 
-def _roles(seen_on: dict[int, set[str]], dismissed: set[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Ranks with errors of their own (culprits) and ranks that only waited or lost a peer (victims); a
-    signature the rules dismissed says neither."""
+def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Ranks with errors of their own (culprits) and ranks that only waited or lost a peer (victims)."""
     def role_of(ids: set[str], role: str) -> bool:
-        return any(SIGNATURES_BY_ID[i].role == role and SIGNATURES_BY_ID[i].effect != "context"
-                   for i in ids - dismissed)
+        return any(SIGNATURES_BY_ID[i].role == role and SIGNATURES_BY_ID[i].effect != "context" for i in ids)
 
     def own_error(ids: set[str]) -> bool:
         # A culprit-side signature, or a traceback of its own with no sign of waiting on others.
@@ -298,13 +296,13 @@ def _culprit_by_absence(victims, silent, facts, dismissed: set[str]) -> tuple[in
         return rank, f"the waiting ranks waited for rank {rank}'s key in the store, which it never wrote"
     if len(unheard) == 1:
         return unheard[0], f"every other rank reported waiting; rank {unheard[0]} alone said nothing"
-    # Beside victims, a worker killed by a signal is the culprit, unless the rules dismissed its signal (torch's
-    # watchdog aborting ranks whose collectives timed out).
-    if len(first_failures) == 1 and (not victims or next(iter(first_failures))[0] < 0
-                                     and "killed-by-signal" not in dismissed):
+    # Beside victims, a worker killed by a signal is the culprit, unless it was stopped from outside or the rules
+    # dismissed its signal (torch's watchdog aborting ranks whose collectives timed out).
+    if len(first_failures) == 1:
         code, local_rank, pid = next(iter(first_failures))
-        rank = facts.exits.root_cause_ranks[0][0] if len(facts.exits.root_cause_ranks) == 1 else local_rank
-        return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
+        if not victims or code < 0 and code not in log_exits.STOPPED_EXITS and "killed-by-signal" not in dismissed:
+            rank = facts.exits.root_cause_ranks[0][0] if len(facts.exits.root_cause_ranks) == 1 else local_rank
+            return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
     odd = analyzer_odd_rank(facts)
     if odd is not None:
         return odd, (f"torch's Flight Recorder analyzer lists every other rank as missing from a collective rank {odd} "

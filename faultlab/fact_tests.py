@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 from typing import Callable
 
-from .log_facts import Facts, analyzer_odd_rank, ranks_in_different_epochs
+from .log_facts import Facts, analyzer_odd_rank, ranks_in_different_epochs, stamp_of
 from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
@@ -59,6 +59,13 @@ def _every_rank_timed_out(facts: Facts) -> bool:
 
 def _across_nodes(facts: Facts) -> bool:
     return len({node for node in facts.timed_out.values() if node is not None}) > 1 or (facts.nodes or 1) > 1
+
+
+def _nothing_failed(present: set) -> bool:
+    """Only context lines, but for what a stop from outside leaves (the launcher's signal, its teardown, the
+    SignalException traceback) where the launcher was signalled."""
+    left = present - STOPPED_FROM_OUTSIDE if "launcher-signalled" in present else present
+    return all(SIGNATURES_BY_ID[i].effect == "context" for i in left)
 
 
 def _culprit_sign(present: set) -> bool:
@@ -115,26 +122,30 @@ def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
 def _ranks_claimed_twice(facts: Facts) -> bool:
     """Processes announced some ranks twice while as many ranks of the world were never announced, and no more
     processes announced than the world holds: two launchers took the same node rank. A node's own log counts
-    each rank once (its processes restarted, or its lines printed twice, are not a second node); a log of
-    unknown node counts its lines, unless torchrun restarted the workers."""
-    if facts.workers_restarted:
-        return False
+    each rank once (its processes restarted, or its lines printed twice, are not a second node); so does a log
+    of unknown node where torchrun restarted the workers; otherwise it counts its lines."""
     claims = collections.Counter()
     for (node, rank), times in facts.announcements.items():
-        claims[rank] += times if node is None else 1
+        claims[rank] += 1 if node is not None or facts.workers_restarted else times
     doubled = {rank for rank, times in claims.items() if times > 1}
     unclaimed = set(range(facts.world_size or 0)) - set(claims)
     return bool(doubled) and len(doubled) == len(unclaimed) and claims.total() <= (facts.world_size or 0)
 
 
 def _ended_by_their_watchdog(facts: Facts, present: set) -> bool:
-    """Every worker a line says died by a signal died by SIGABRT, none before a collective timed out in its
-    file, and no line of them was left unkept (another signal may hide there): torch's watchdog aborts a rank
-    whose collective timed out."""
+    """Every worker a line says died by a signal died by SIGABRT, each after a collective timed out, and no line
+    of them was left unkept (another signal may hide there): torch's watchdog aborts a rank whose collective
+    timed out. After: below a timeout in its own file, or else stamped no earlier than the first timeout."""
     exits = facts.exits
     return (bool(exits.aborts) and not exits.other_signals and not exits.signal_lines_cut()
-            and "collective-timeout" in present
-            and all(line > facts.first_timeout_lines.get(path, 0) for path, line in exits.aborts))
+            and "collective-timeout" in present and all(_after_a_timeout(facts, *abort) for abort in exits.aborts))
+
+
+def _after_a_timeout(facts: Facts, path, line_number: int, line: str) -> bool:
+    if path in facts.first_timeout_lines:
+        return line_number > facts.first_timeout_lines[path]
+    stamp = stamp_of(line)
+    return stamp is not None and facts.first_timeout_stamp is not None and stamp >= facts.first_timeout_stamp
 
 
 # Named tests over the facts (and the signatures present): what a rule may ask.
@@ -165,7 +176,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "docker bridges or veths among NCCL's interfaces or addresses":
         lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
     "NCCL uses docker bridges or veths, nothing failed, and the job may span hosts": lambda f, s: (
-        bool(f.bridge_interfaces) and (f.nodes or 2) > 1 and all(SIGNATURES_BY_ID[i].effect == "context" for i in s)),
+        bool(f.bridge_interfaces) and (f.nodes or 2) > 1 and _nothing_failed(s)),
     "a container's bridge address was dialed": lambda f, s: any(a.docker_bridge for a in f.addresses),
     "the full file system is /dev/shm": _shm_named,
     "the full file system is a disk": lambda f, s: "disk-path" in f.shm and not _shm_named(f, s),
@@ -198,8 +209,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     # with its node leaves nothing at all. One that wrote its output and no error finished its own way.
     "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not _culprit_sign(s),
     "another failure came first": lambda f, s: _culprit_sign(s),
-    "nothing failed before the job was stopped from outside": lambda f, s: all(
-        SIGNATURES_BY_ID[i].effect == "context" for i in s - STOPPED_FROM_OUTSIDE),
+    "nothing failed before the job was stopped from outside": lambda f, s: _nothing_failed(s),
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
         "nccl-connect-failed" in s and f.nccl_init_complete),

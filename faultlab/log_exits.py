@@ -22,6 +22,8 @@ LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z
 # wording's own words only: a launcher's line may echo the command, arguments and all.
 ABORT_SIGNAL = re.compile(r"[:=]\s*-6\b|\b(?i:signal) 6\b|SIGABRT")
 KILLED_BY_SIGNAL = SIGNATURES_BY_ID["killed-by-signal"]
+# Exit codes of the signals that stop a worker from outside (SIGHUP, SIGINT, SIGTERM): no death of its own.
+STOPPED_EXITS = (-1, -2, -15)
 TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killing subprocess (\d+)")
 
 
@@ -31,7 +33,7 @@ class Exits:
     root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
     terminated_pids: set = dataclasses.field(default_factory=set)
     launcher_signals: set = dataclasses.field(default_factory=set)  # 'SIGHUP', 'SIGTERM' ... that stopped a launcher
-    # (file, line number) of each line saying a worker died by SIGABRT, and of each naming another signal
+    # (file, line number, line) of each line saying a worker died by SIGABRT, and of each naming another signal
     aborts: list = dataclasses.field(default_factory=list)
     other_signals: list = dataclasses.field(default_factory=list)
     signal_lines: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (file, rank) -> lines
@@ -51,7 +53,7 @@ class Exits:
         if item.signature == "killed-by-signal":
             wording = KILLED_BY_SIGNAL.regex.search(line)
             aborted = bool(wording and ABORT_SIGNAL.search(wording[0]))
-            (self.aborts if aborted else self.other_signals).append((item.path, item.line_number))
+            (self.aborts if aborted else self.other_signals).append((item.path, item.line_number, line))
             self.signal_lines[item.path, item.rank] += 1
 
     def signal_lines_cut(self) -> bool:

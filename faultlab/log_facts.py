@@ -155,6 +155,7 @@ class Facts:
     quiet_ranks: set = dataclasses.field(default_factory=set)  # ranks whose own files hold output, no error (diagnose fills it)
     timed_out: dict = dataclasses.field(default_factory=dict)  # rank -> its node (None: unknown), for collective timeouts
     first_timeout_lines: dict = dataclasses.field(default_factory=dict)  # file -> its first collective timeout's line
+    first_timeout_stamp: float | None = None  # when the first collective timeout was written (stamp_of)
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
     nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)
     stacks: list = dataclasses.field(default_factory=list)  # log_stacks.Stack, one per thread of py-spy dumps
@@ -355,6 +356,10 @@ def read_facts(evidence) -> Facts:
         if item.signature == "collective-timeout":
             first = facts.first_timeout_lines.get(item.path, item.line_number)
             facts.first_timeout_lines[item.path] = min(first, item.line_number)
+            stamp = stamp_of(line)
+            if stamp is not None:
+                earliest = facts.first_timeout_stamp
+                facts.first_timeout_stamp = stamp if earliest is None else min(stamp, earliest)
             if rank is not None:
                 facts.timed_out[rank] = item.place.node
         if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):

@@ -427,7 +427,9 @@ JOB: tuple[Signature, ...] = (
       literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
                 "exits with return code = -", "died with <Signals.SIG", "Killed", "exited on signal",
                 ": Segmentation fault", "Caught signal", "killed due to memory pressure"),
-      suggests=("rank-crash",), family="exit", specificity=0.75, keep=16),
+      # a launcher's report takes two lines a worker: a node of 32 workers fits (whether another signal hides
+      # past the lines kept decides whether a watchdog's aborts can be told apart)
+      suggests=("rank-crash",), family="exit", specificity=0.75, keep=64),
     S("child-failed", "torchrun's failure report (Root Cause block)", r"Root Cause \(first observed failure\)",
       "neutral", "The launcher's first observed failure, which can be a victim that timed out first.", ("launcher",),
       literals=("Root Cause (first observed failure)",), family="exit", effect="side"),

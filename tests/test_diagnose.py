@@ -269,12 +269,28 @@ def _diagnosed(tmp_path, text: str):
     return diagnose.diagnose([tmp_path / "job.log"])
 
 
-def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path):
-    timed_out = _diagnosed(tmp_path, _timeouts((0, 1, 2)))
-    found = _diagnosed(tmp_path, _timeouts((0, 1, 2)) + FIRST_ABORTED + _aborted((0, 1, 2)))
+@pytest.mark.parametrize("ranks", [3, 8])  # a node of 8 workers: its report has 16 lines of signals
+def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path, ranks):
+    timed_out = _diagnosed(tmp_path, _timeouts(range(ranks)))
+    found = _diagnosed(tmp_path, _timeouts(range(ranks)) + FIRST_ABORTED + _aborted(range(ranks)))
     assert "rank-crash" not in found.answers()[:2] and found.culprits == () and found.culprit is None
     # the timeouts read as they do alone: the dismissed aborts take no weight from them
     assert (found.causes, found.unknown) == (timed_out.causes, timed_out.unknown)
+
+
+def test_a_worker_stopped_from_outside_is_no_culprit(tmp_path):
+    stopped = ("[E1205 10:10:05,000] torch.distributed.elastic.multiprocessing.api: failed (exitcode: -15) "
+               "local_rank: 3 (pid: 103) of binary: /usr/bin/python\n")
+    assert _diagnosed(tmp_path, _timeouts((0, 1, 2)) + stopped).culprit is None
+
+
+def test_an_aborted_ranks_own_error_still_makes_it_the_culprit(tmp_path):
+    for rank in (0, 1):
+        (tmp_path / f"rank{rank}.log").write_text(_timeouts((rank,)))
+    (tmp_path / "rank2.log").write_text("Traceback (most recent call last):\nKeyError: 'labels'\n"
+                                        "Signal 6 (SIGABRT) received by PID 102\n")
+    found = diagnose.diagnose([tmp_path])
+    assert found.answers()[0] == "rank-crash" and found.culprit == 2
 
 
 @pytest.mark.parametrize("crash", [
@@ -287,13 +303,23 @@ def test_a_kill_among_aborted_ranks_is_a_crash(tmp_path, crash):
 
 
 def test_a_kill_past_the_abort_lines_kept_is_not_assumed_away(tmp_path):
-    many = _timeouts(range(12)) + _aborted(range(12)) + "  rank      : 12 (local_rank: 4)\n  exitcode  : -9 (pid: 112)\n"
+    many = _timeouts(range(40)) + _aborted(range(40)) + "  rank      : 40 (local_rank: 0)\n  exitcode  : -9 (pid: 140)\n"
     assert _diagnosed(tmp_path, many).answers()[0] == "rank-crash"
 
 
 def test_an_abort_before_the_others_timed_out_or_with_no_timeout_is_a_crash(tmp_path):
     before = _diagnosed(tmp_path, "WORLD_SIZE=4\n" + FIRST_ABORTED + _timeouts((0, 1, 3)))
-    assert before.answers()[0] == "rank-crash" and before.culprit == 2
+    assert before.answers()[0] == "rank-crash"
+    # in a file of its own, without a timeout there: its stamp tells (10:10:05 after the others' 10:10:00;
+    # an unstamped line tells nothing, and is read as before)
+    (tmp_path / "job.log").unlink()
+    (tmp_path / "ranks.log").write_text(_timeouts((0, 1, 2)))
+    (tmp_path / "launcher.log").write_text(FIRST_ABORTED)
+    assert diagnose.diagnose([tmp_path]).answers()[0] != "rank-crash"
+    (tmp_path / "launcher.log").write_text(FIRST_ABORTED + _aborted((0, 1, 2)))
+    assert diagnose.diagnose([tmp_path]).answers()[0] == "rank-crash"
+    (tmp_path / "launcher.log").write_text(FIRST_ABORTED.replace("10:10:05", "10:00:05"))
+    assert diagnose.diagnose([tmp_path]).answers()[0] == "rank-crash"
     reset = ("[rank0]: RuntimeError: Connection closed by peer [10.0.0.2]:29500\n"
              "[rank1]: RuntimeError: Connection closed by peer [10.0.0.2]:29500\n")
     assert _diagnosed(tmp_path, reset + FIRST_ABORTED).culprit == 2

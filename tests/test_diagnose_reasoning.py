@@ -687,6 +687,10 @@ def test_two_processes_claiming_each_rank_while_others_never_start_are_a_duplica
         (nodes / f"node{node}").mkdir(parents=True)
         (nodes / f"node{node}" / "out.log").write_text(announced)
     assert diagnose.diagnose([nodes]).answers()[0] == "duplicate-node-rank"
+    # a restart on one node takes nothing from what two nodes' logs say
+    (nodes / "node1" / "out.log").write_text(
+        announced + "[default] Worker group FAILED. 1/1 attempts left; will restart worker group\n" + announced)
+    assert diagnose.diagnose([nodes]).answers()[0] == "duplicate-node-rank"
     (nodes / "node1" / "out.log").write_text(
         "".join(f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/8\n" for rank in range(4, 8)))
     (nodes / "node0" / "out.log").write_text(announced * 2)
@@ -698,6 +702,10 @@ def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed_across
                   "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n")
     quiet = _diagnose(tmp_path, interfaces)
     assert quiet.answers()[:2] == (diagnose.NOT_IN_CATALOG, "wrong-socket-interface")
+    # a hang the scheduler stopped leaves its teardown and a SignalException: nothing failed before
+    stopped = ("torch.distributed.elastic.multiprocessing.api: [WARNING] Received 15 death signal, shutting down workers\n"
+               "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 15\n")
+    assert _diagnose(tmp_path, interfaces + stopped).answers()[0] == "wrong-socket-interface"
     for failed in ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB.\n", "KeyError: 'model'\n",
                    "torchrun --nnodes=1 --nproc_per_node=2 train.py\n"):  # one host: no peer elsewhere to miss
         assert "wrong-socket-interface" not in _diagnose(tmp_path, interfaces + failed).answers(), failed
