@@ -161,7 +161,7 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     causes = tuple(RankedCause(cause, round(share, 3), signatures) for cause, share, signatures in ranking.causes
                    if cause in CAUSES_BY_ID)
     culprit, culprit_node, why = _name_culprit(culprits, victims, silent, facts, evidence, scans,
-                                               causes[0].cause if causes else None, set(gone))
+                                               causes[0].cause if causes else None, gone)
     return Diagnosis(
         causes=causes, unknown=round(ranking.unknown, 3), evidence=tuple(evidence), culprits=culprits,
         victims=victims, silent=silent, culprit=culprit,
@@ -254,7 +254,7 @@ def _roles(seen_on: dict[int, set[str]]) -> tuple[tuple[int, ...], tuple[int, ..
 
 
 def _name_culprit(culprits, victims, silent, facts, evidence, scans,
-                  first_cause: str | None, dismissed: set[str]) -> tuple[int | None, int | None, str]:
+                  first_cause: str | None, dismissed: dict[str, str]) -> tuple[int | None, int | None, str]:
     """The one rank at fault, where the log singles one out, its node, and how it was told.
 
     In order: the only rank with an error of its own; the rank whose store key the waiting
@@ -287,7 +287,7 @@ def _node_of_rank_zero(rank: int, places) -> int | None:
     return 0 if rank == 0 and any(place.node is not None for place in places) else None
 
 
-def _culprit_by_absence(victims, silent, facts, dismissed: set[str]) -> tuple[int | None, str]:
+def _culprit_by_absence(victims, silent, facts, dismissed: dict[str, str]) -> tuple[int | None, str]:
     """With no rank's own error in the logs: who is missing, or who the launcher saw die."""
     unheard = sorted(set(silent) | set(_missing_ranks(victims, facts))) if len(victims) >= 2 else []
     first_failures = set(facts.exits.failed_workers)
@@ -323,7 +323,7 @@ def _missing_ranks(victims, facts) -> list[int]:
     return sorted(set(range(facts.world_size or max(victims) + 1)) - set(victims))
 
 
-def _culprit_node(evidence, facts, first_cause: str | None, dismissed: set[str]) -> tuple[int | None, str]:
+def _culprit_node(evidence, facts, first_cause: str | None, dismissed: dict[str, str]) -> tuple[int | None, str]:
     """With no rank singled out: the one node whose logs show an error of its own, if only one does;
     else the one node none of whose ranks wrote a line while the others did."""
     if len(facts.vanished_nodes) == 1:

@@ -18,9 +18,9 @@ ROOT_CAUSE_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
 # The signal that stopped a launcher (torchrun's agent, DeepSpeed's), by number or name.
 LAUNCHER_SIGNAL = re.compile(r"got signal: (\d+)|Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal"
                              r"|Main process received (SIG[A-Z]+)")
-# A killed-by-signal wording that names SIGABRT: by exit code (": -6", "= -6"), number or name. Read in the
-# wording's own words only: a launcher's line may echo the command, arguments and all.
-ABORT_SIGNAL = re.compile(r"[:=]\s*-6\b|\b(?i:signal) 6\b|SIGABRT")
+# A killed-by-signal wording that names SIGABRT: by exit code (": -6", "= -6"), number, name or srun's and Open
+# MPI's "Aborted". Read in the wording's own words only: a launcher's line may echo the command, arguments and all.
+ABORT_SIGNAL = re.compile(r"[:=]\s*-6\b|\b(?i:signal) 6\b|SIGABRT|Aborted")
 KILLED_BY_SIGNAL = SIGNATURES_BY_ID["killed-by-signal"]
 # Exit codes of the signals that stop a worker from outside (SIGHUP, SIGINT, SIGTERM): no death of its own.
 STOPPED_EXITS = (-1, -2, -15)

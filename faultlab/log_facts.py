@@ -247,7 +247,6 @@ def _read_topology(facts: Facts, line: str, node: int | None) -> None:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
     facts.announcements.update((node, int(rank)) for rank in ANNOUNCED_RANK.findall(line))
     facts.slurm_tasks = facts.slurm_tasks or "Multi-processing is handled by Slurm" in line
-    facts.one_process_launch = facts.one_process_launch or ", in simple_launcher" in line
     hosts = WORKER_HOSTS.search(line)
     if hosts:
         facts.nodes = max(facts.nodes or 0, len([host for host in hosts[1].split(",") if host]))
@@ -299,7 +298,7 @@ def _read_shm(facts: Facts, signature: str, line: str) -> None:
 READERS = {
     "ctx-devices": ("devices",), "ctx-set-device": ("devices",), "invalid-device-ordinal": ("devices",),
     "duplicate-gpu": ("devices", "duplicates"), "requested-more-gpus": ("devices",), "ctx-topology": ("topology",),
-    "ctx-rank-announced": ("topology",), "ctx-one-process-launcher": ("topology",), "ctx-interfaces": ("interfaces",),
+    "ctx-rank-announced": ("topology",), "ctx-interfaces": ("interfaces",),
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
     "ctx-work-progress": ("collectives",), "ctx-rank-progress": ("collectives",), "ctx-worker-exit": ("exits",),
     "killed-by-signal": ("exits",),
@@ -366,6 +365,8 @@ def read_facts(evidence) -> Facts:
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
         if item.signature == "ctx-workers-restarted":
             facts.workers_restarted = True
+        if item.signature == "ctx-one-process-launcher":
+            facts.one_process_launch = True
         if item.signature == "ctx-nccl-init-complete":
             facts.nccl_init_complete = True
         if item.signature in NETWORK_SIGNATURES:

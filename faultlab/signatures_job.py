@@ -413,20 +413,20 @@ JOB: tuple[Signature, ...] = (
       r"|terminated with signal SIG(?:KILL|ABRT|SEGV)|is killed by signal: Killed"
       r"|exits with return code = -(?:9|6|11)\b|died with <Signals\.SIG(?:KILL|ABRT|SEGV): \d+>"
       r"|^Killed\s*$|: line \d+: +\d+ Killed\s"
-      r"|srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault)"
+      r"|srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted)"
       r"|(?:mpirun|prterun) noticed that process rank \d+ with PID \S+ on node \S+ exited on signal (?:9|6|11)\b"
       # Open MPI's and UCX's own reports from inside the dying process: "[host:pid] Signal: Segmentation fault
-      # (11)", "[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped ...)". Not their
-      # SIGABRT, nor srun's "Aborted": torch's watchdog aborts a rank whose collective timed out, a victim's end.
-      r"|\] Signal: (?:Segmentation fault|Killed) \((?:11|9)\)"
-      r"|Caught signal 11 \(Segmentation fault"
+      # (11)", "[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped ...)". A SIGABRT after
+      # a collective timed out is torch's watchdog's, and a rule dismisses it (log_exits tells the signal).
+      r"|\] Signal: (?:Segmentation fault|Aborted|Killed) \((?:11|6|9)\)"
+      r"|Caught signal (?:11|6) \((?:Segmentation fault|Aborted)"
       r"|Workers \(tasks / actors\) killed due to memory pressure \(OOM\)", "culprit",
       "A worker died by a signal (-9: SIGKILL, often the OOM killer) without a Python traceback; "
       "torchrun, DeepSpeed's and accelerate's launchers, srun, mpirun and Ray each word it their own way.",
       ("launcher",),
       literals=("exitcode", "received by PID", "terminated with signal", "killed by signal: Killed",
                 "exits with return code = -", "died with <Signals.SIG", "Killed", "exited on signal",
-                ": Segmentation fault", "Caught signal", "killed due to memory pressure"),
+                ": Segmentation fault", ": Aborted", "Caught signal", "killed due to memory pressure"),
       # a launcher's report takes two lines a worker: a node of 32 workers fits (whether another signal hides
       # past the lines kept decides whether a watchdog's aborts can be told apart)
       suggests=("rank-crash",), family="exit", specificity=0.75, keep=64),

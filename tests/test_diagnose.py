@@ -8,6 +8,7 @@ from faultlab import diagnose, log_inputs, log_scan
 from faultlab.errors import ExitCode
 
 from conftest import ROOT
+from test_diagnose_reasoning import _diagnose
 
 REFERENCE = ROOT.parent / "shared" / "reference-logs" / "h200-torch2.11-nccl2.28.9"
 
@@ -236,17 +237,6 @@ def test_torchs_rank_label_outranks_the_task_label_of_srun_over_torchrun(tmp_pat
     assert not any("ChildFailedError" in item.line for item in found.evidence if item.signature == "python-exception")
 
 
-def test_ranks_their_watchdog_aborted_after_a_timeout_are_victims_not_culprits(tmp_path):
-    # torch ends a rank whose collective timed out with SIGABRT; srun reports each such task "Aborted".
-    (tmp_path / "job.log").write_text("".join(
-        f"{r}: [rank{r}]:[E1205 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
-        f"operation timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
-        f"for 600010 milliseconds before timing out.\n" for r in (0, 1, 2))
-        + "".join(f"srun: error: nid00{r}: task {r}: Aborted (core dumped)\n" for r in (0, 1, 2)))
-    found = diagnose.diagnose([tmp_path])
-    assert found.answers()[0] == "straggler-rank" and found.culprits == () and found.victims == (0, 1, 2)
-
-
 def _timeouts(ranks) -> str:
     return "".join(
         f"[rank{r}]:[E1205 10:10:00.000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
@@ -264,15 +254,21 @@ FIRST_ABORTED = ("[E1205 10:10:05,000] torch.distributed.elastic.multiprocessing
                  "local_rank: 2 (pid: 102) of binary: /usr/bin/python\n")
 
 
-def _diagnosed(tmp_path, text: str):
-    (tmp_path / "job.log").write_text(text)
-    return diagnose.diagnose([tmp_path / "job.log"])
+def test_ranks_their_watchdog_aborted_after_a_timeout_are_victims_not_culprits(tmp_path):
+    # torch ends a rank whose collective timed out with SIGABRT; srun reports each such task "Aborted".
+    (tmp_path / "job.log").write_text("".join(f"{r}: {_timeouts((r,))}" for r in (0, 1, 2))
+                                      + "".join(f"srun: error: nid00{r}: task {r}: Aborted (core dumped)\n"
+                                                for r in (0, 1, 2)))
+    found = diagnose.diagnose([tmp_path])
+    assert found.answers()[0] == "straggler-rank" and found.culprits == () and found.victims == (0, 1, 2)
+    # a task aborted with no timeout before it crashed on its own
+    assert _diagnose(tmp_path, "srun: error: nid002: task 2: Aborted (core dumped)\n").answers()[0] == "rank-crash"
 
 
 @pytest.mark.parametrize("ranks", [3, 8])  # a node of 8 workers: its report has 16 lines of signals
 def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path, ranks):
-    timed_out = _diagnosed(tmp_path, _timeouts(range(ranks)))
-    found = _diagnosed(tmp_path, _timeouts(range(ranks)) + FIRST_ABORTED + _aborted(range(ranks)))
+    timed_out = _diagnose(tmp_path, _timeouts(range(ranks)))
+    found = _diagnose(tmp_path, _timeouts(range(ranks)) + FIRST_ABORTED + _aborted(range(ranks)))
     assert "rank-crash" not in found.answers()[:2] and found.culprits == () and found.culprit is None
     # the timeouts read as they do alone: the dismissed aborts take no weight from them
     assert (found.causes, found.unknown) == (timed_out.causes, timed_out.unknown)
@@ -281,7 +277,7 @@ def test_torchruns_report_of_ranks_aborted_after_a_timeout_is_no_crash(tmp_path,
 def test_a_worker_stopped_from_outside_is_no_culprit(tmp_path):
     stopped = ("[E1205 10:10:05,000] torch.distributed.elastic.multiprocessing.api: failed (exitcode: -15) "
                "local_rank: 3 (pid: 103) of binary: /usr/bin/python\n")
-    assert _diagnosed(tmp_path, _timeouts((0, 1, 2)) + stopped).culprit is None
+    assert _diagnose(tmp_path, _timeouts((0, 1, 2)) + stopped).culprit is None
 
 
 def test_an_aborted_ranks_own_error_still_makes_it_the_culprit(tmp_path):
@@ -299,16 +295,16 @@ def test_an_aborted_ranks_own_error_still_makes_it_the_culprit(tmp_path):
     "[launch.py:315:sigkill_handler] ['python', 'train.py', '--eps=-6'] exits with return code = -9\n",
 ])
 def test_a_kill_among_aborted_ranks_is_a_crash(tmp_path, crash):
-    assert _diagnosed(tmp_path, _timeouts((0, 1, 2)) + _aborted((0, 1, 2)) + crash).answers()[0] == "rank-crash"
+    assert _diagnose(tmp_path, _timeouts((0, 1, 2)) + _aborted((0, 1, 2)) + crash).answers()[0] == "rank-crash"
 
 
 def test_a_kill_past_the_abort_lines_kept_is_not_assumed_away(tmp_path):
     many = _timeouts(range(40)) + _aborted(range(40)) + "  rank      : 40 (local_rank: 0)\n  exitcode  : -9 (pid: 140)\n"
-    assert _diagnosed(tmp_path, many).answers()[0] == "rank-crash"
+    assert _diagnose(tmp_path, many).answers()[0] == "rank-crash"
 
 
 def test_an_abort_before_the_others_timed_out_or_with_no_timeout_is_a_crash(tmp_path):
-    before = _diagnosed(tmp_path, "WORLD_SIZE=4\n" + FIRST_ABORTED + _timeouts((0, 1, 3)))
+    before = _diagnose(tmp_path, "WORLD_SIZE=4\n" + FIRST_ABORTED + _timeouts((0, 1, 3)))
     assert before.answers()[0] == "rank-crash"
     # in a file of its own, without a timeout there: its stamp tells (10:10:05 after the others' 10:10:00;
     # an unstamped line tells nothing, and is read as before)
@@ -322,7 +318,7 @@ def test_an_abort_before_the_others_timed_out_or_with_no_timeout_is_a_crash(tmp_
     assert diagnose.diagnose([tmp_path]).answers()[0] == "rank-crash"
     reset = ("[rank0]: RuntimeError: Connection closed by peer [10.0.0.2]:29500\n"
              "[rank1]: RuntimeError: Connection closed by peer [10.0.0.2]:29500\n")
-    assert _diagnosed(tmp_path, reset + FIRST_ABORTED).culprit == 2
+    assert _diagnose(tmp_path, reset + FIRST_ABORTED).culprit == 2
 
 
 def test_a_node_whose_only_own_error_is_its_watchdogs_abort_is_not_singled_out(tmp_path):
