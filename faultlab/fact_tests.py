@@ -101,7 +101,7 @@ def _announced_on_one_node(facts: Facts) -> int:
     srun's output gathers every node's into one."""
     if facts.slurm_tasks:
         return 0
-    return max(collections.Counter(node for node, _ in facts.announcements).values(), default=0)
+    return max(collections.Counter(node for node, _, _ in facts.announcements).values(), default=0)
 
 
 def _physical_ids_may_be_the_index(facts: Facts) -> bool:
@@ -115,7 +115,7 @@ def _physical_ids_may_be_the_index(facts: Facts) -> bool:
 def _one_slurm_task_of_several(facts: Facts, present: set) -> bool:
     """SLURM was to start the processes, yet only the first said it started, and nothing failed: the batch
     script ran python once itself instead of through srun (one task of the world)."""
-    return (facts.slurm_tasks and {rank for _, rank in facts.announcements} == {0} and (facts.world_size or 1) > 1
+    return (facts.slurm_tasks and {rank for _, _, rank in facts.announcements} == {0} and (facts.world_size or 1) > 1
             and not _culprit_sign(present))
 
 
@@ -123,13 +123,21 @@ def _ranks_claimed_twice(facts: Facts) -> bool:
     """Processes announced some ranks twice while as many ranks of the world were never announced, and no more
     processes announced than the world holds: two launchers took the same node rank. A node's own log counts
     each rank once (its processes restarted, or its lines printed twice, are not a second node); so does a log
-    of unknown node where torchrun restarted the workers; otherwise it counts its lines."""
-    claims = collections.Counter()
-    for (node, rank), times in facts.announcements.items():
+    of unknown node where torchrun restarted the workers; otherwise it counts its lines. Where two known
+    launchers (nodes' logs, srun's or mpirun's tasks) claimed each doubled rank, a paste cut short may have lost
+    other claims, never added any: at least as many ranks unclaimed will do."""
+    claims, launchers = collections.Counter(), collections.defaultdict(set)
+    for (node, task, rank), times in facts.announcements.items():
         claims[rank] += 1 if node is not None or facts.workers_restarted else times
+        if node is not None or task is not None:
+            launchers[rank].add((node, task))
     doubled = {rank for rank, times in claims.items() if times > 1}
     unclaimed = set(range(facts.world_size or 0)) - set(claims)
-    return bool(doubled) and len(doubled) == len(unclaimed) and claims.total() <= (facts.world_size or 0)
+    if not doubled or claims.total() > (facts.world_size or 0):
+        return False
+    if all(len(launchers[rank]) > 1 for rank in doubled):
+        return len(unclaimed) >= len(doubled)
+    return len(doubled) == len(unclaimed)
 
 
 def _ended_by_their_watchdog(facts: Facts, present: set) -> bool:

@@ -14,7 +14,7 @@ import ipaddress
 import itertools
 import re
 
-from . import log_exits, log_stacks
+from . import log_exits, log_stacks, pasted
 from .flight_recorder.report import CULPRIT_RANK, EXPECTED_RANKS, MISSING_RANKS, NO_DUMP_RANKS
 
 NUMBER = r"(-?\d+)"
@@ -122,7 +122,7 @@ class Facts:
     slurm_tasks: bool = False  # a trainer said SLURM starts its processes (srun's tasks)
     one_process_launch: bool = False  # the launcher was one that starts a single process (accelerate's simple one)
     workers_restarted: bool = False  # torchrun started its workers again (they announce themselves anew)
-    # (node, global rank) -> how many processes said they started as that rank there
+    # (node, launcher task, global rank) -> how many lines said a process started as that rank there
     announcements: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     per_node: int | None = None
     world_size: int | None = None
@@ -245,7 +245,8 @@ def _read_topology(facts: Facts, line: str, node: int | None) -> None:
         match = pattern.search(line)
         if match:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
-    facts.announcements.update((node, int(rank)) for rank in ANNOUNCED_RANK.findall(line))
+    task = pasted.task_label(line)
+    facts.announcements.update((node, task, int(rank)) for rank in ANNOUNCED_RANK.findall(line))
     facts.slurm_tasks = facts.slurm_tasks or "Multi-processing is handled by Slurm" in line
     hosts = WORKER_HOSTS.search(line)
     if hosts:

@@ -9,7 +9,8 @@ often passed through a web page, a terminal or a log collector first:
   labels, srun and mpirun labels, `name | ` of docker compose and kubectl, Ray's
   `(Actor pid=N, ip=A)`, markdown quotes):
   signatures that anchor at the start of a line are matched against the line without them
-  (`body`), while the line shown stays whole;
+  (`body`), while the line shown stays whole; srun's and mpirun's name the task that printed the
+  line (`task_label`);
 - an error retyped by hand, one letter wrong ("invalid device ordinnal", "Connection refsued"): the
   error lines diagnose keeps are read again with each such word spelled as the signatures' literals
   spell it (`Respeller`); what a whole signature then matches counts, and the line is read with the
@@ -176,6 +177,20 @@ def _prefixes(line: str) -> list[str]:
         found.append(match[0])
         start = match.end()
     return found
+
+
+# srun --label's "N: " and mpirun --tag-output's "[1,N]<stdout>:": task N printed the line
+_TASK_LABEL = re.compile(r"(\d+):[ ]|\[\d+,(\d+)\]<std(?:out|err)>:[ ]?")
+
+
+def task_label(line: str) -> int | None:
+    """The launcher's task that printed `line`, where srun or mpirun labelled it: the innermost such prefix, since
+    collectors add theirs outside the launcher's."""
+    for prefix in reversed(_prefixes(line)):
+        label = _TASK_LABEL.fullmatch(prefix)
+        if label:
+            return int(label[label.lastindex])
+    return None
 
 
 WRAP_MIN_WIDTH = 60  # narrower "wraps" are ordinary short lines

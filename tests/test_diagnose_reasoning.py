@@ -697,6 +697,19 @@ def test_two_processes_claiming_each_rank_while_others_never_start_are_a_duplica
     assert "duplicate-node-rank" not in diagnose.diagnose([nodes]).answers()
 
 
+def test_two_launcher_tasks_claiming_the_same_ranks_are_a_duplicate_node_rank_in_a_paste_cut_short(tmp_path):
+    """srun's (or mpirun's) label names the task that printed a line: two tasks claiming the same ranks are two
+    launchers on one node rank, though the paste lost rank 0's lines and so leaves more ranks unclaimed."""
+    def claims(label):
+        return "".join(f"{label}Initializing distributed: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/8\n"
+                       for rank in (1, 2, 3))
+    assert _diagnose(tmp_path, claims("0: ") + claims("1: ")).answers()[0] == "duplicate-node-rank"
+    assert _diagnose(tmp_path, claims("[1,0]<stdout>:") + claims("[1,1]<stdout>:")).answers()[0] == "duplicate-node-rank"
+    # one task's lines printed twice, or unlabelled lines: no second launcher is known
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, claims("0: ") * 2).answers()
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, claims("") * 2).answers()
+
+
 def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed_across_hosts(tmp_path):
     interfaces = ("host1:14605:14673 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
                   "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n")
