@@ -220,6 +220,11 @@ RULES: tuple[Rule, ...] = (
              "no rank of a distributed job died, the process itself was killed (most often by the OOM killer)"),
     Rule("out-of-memory", "the job was a single process", outside=True,
          why="the job was one process: it ran out of memory on its own, no rank of a distributed job died"),
+    Rule("out-of-memory", "failing to allocate memory is the only failure, and no line shows another process",
+         specificity=0.3,
+         why="the log's one failure is a process failing to allocate memory, and no line shows another process: a "
+             "rank of a job that died so would leave the others torn down or waiting, so this may be one "
+             "process's model too big for its memory"),
     Rule("destroy-not-called", "another failure came first", specificity=0.15,
          why="the warning follows another failure: the process died without tearing down"),
 )

@@ -140,6 +140,19 @@ def _ranks_claimed_twice(facts: Facts) -> bool:
     return len(doubled) == len(unclaimed)
 
 
+def _one_process_out_of_memory(facts: Facts, present: set) -> bool:
+    """A process failing to allocate memory is the log's one failure (the host killed nothing, NCCL's
+    communicators asked for none), no line names a rank past 0, and nothing shows a world of several (its size, its
+    nodes, its processes per node, the processes announcing themselves): as far as the log tells, one process's
+    model did not fit its memory. A rank of a job that died so leaves the others torn down or waiting. Rank 0
+    may be named: torchrun labels the lines of its one worker so too."""
+    # the error's own traceback ends in a Python exception line: no other failure
+    failures = {i for i in present if SIGNATURES_BY_ID[i].effect != "context"} - {"python-exception"}
+    return (failures == {"out-of-memory"} and facts.out_of_memory == {"allocation"} and facts.ranks_named <= {0}
+            and (facts.world_size or 1) == 1 and (facts.nodes or 1) == 1 and (facts.per_node or 1) == 1
+            and not facts.announcements)
+
+
 def _ended_by_their_watchdog(facts: Facts, present: set) -> bool:
     """Every worker a line says died by a signal died by SIGABRT, each after a collective timed out, and no line
     of them was left unkept (another signal may hide there): torch's watchdog aborts a rank whose collective
@@ -200,6 +213,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "every rank of one node timed out in the collective": lambda f, s: _every_rank_timed_out(f) and not _across_nodes(f),
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "the workers died only by SIGABRT, after their collectives timed out": _ended_by_their_watchdog,
+    "failing to allocate memory is the only failure, and no line shows another process": _one_process_out_of_memory,
     "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
     "the job was a single process": lambda f, s: (f.world_size or 1) == 1 and (
         f.one_process_launch or (f.per_node == 1 and f.nodes == 1)),

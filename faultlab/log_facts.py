@@ -56,6 +56,11 @@ WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d
                    r"|MEMBER: \d+/(\d+)")
 ANNOUNCED_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER:")
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
+# The host killed a process for memory (the kernel's OOM killer, Kubernetes, Ray's memory monitor), where
+# other out-of-memory lines are a process failing to allocate
+NCCL_LINE = re.compile(r"\bNCCL (?:WARN|INFO)\b")  # NCCL's own log line
+MEMORY_KILL = re.compile(r"oom[-_]kill|Out of memory: Kill|OOMKilled|ray\.exceptions\.OutOfMemoryError"
+                         r"|running low on memory", re.IGNORECASE)
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
 BARRIER_COUNT = re.compile(r"world_size=(\d+), worker_count=(\d+)")
@@ -139,6 +144,8 @@ class Facts:
     script_epochs: dict = dataclasses.field(default_factory=dict)  # step -> {rank: epochs}, by the script's lines
     exits: log_exits.Exits = dataclasses.field(default_factory=log_exits.Exits)
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
+    ranks_named: set = dataclasses.field(default_factory=set)  # ranks that a line's label or its file names
+    out_of_memory: set = dataclasses.field(default_factory=set)  # how processes ran out of it: _memory_failure
     ordinal_ranks: set = dataclasses.field(default_factory=set)  # ranks that saw 'invalid device ordinal'
     ordinal_local_ranks: set = dataclasses.field(default_factory=set)  # (rank, local rank) of those, where a path says
     ib_codes: set = dataclasses.field(default_factory=set)
@@ -310,6 +317,9 @@ READERS = {
     "fr-trace-mismatch": ("analyzer",), "fr-trace-missing-ranks": ("analyzer",), "fr-trace-missing-dumps": ("analyzer",),
     "ctx-fr-expected-ranks": ("analyzer",),
 }
+# Context lines that set a fact of their own
+FLAGS = {"ctx-workers-restarted": "workers_restarted", "ctx-one-process-launcher": "one_process_launch",
+         "ctx-nccl-init-complete": "nccl_init_complete"}
 NETWORK_SIGNATURES = {"connection-refused", "client-connect-failed", "client-connect-timeout", "nccl-connect-failed",
                       "gloo-connect-failed", "name-not-resolved", "server-bind-failed", "address-in-use",
                       "no-route-to-host", "nccl-remote-error", "connection-closed-by-peer", "rendezvous-connect-failed"}
@@ -321,8 +331,12 @@ def read_facts(evidence) -> Facts:
     for item in evidence:
         readers = READERS.get(item.signature, ())
         line, rank = item.line, item.rank
+        if rank is not None:
+            facts.ranks_named.add(rank)
         if "devices" in readers:
             _read_devices(facts, rank, line)
+        if item.signature == "out-of-memory":
+            facts.out_of_memory.add(_memory_failure(line))
         if item.signature == "invalid-device-ordinal" and rank is not None:
             facts.ordinal_ranks.add(rank)
             if item.place.local_rank is not None:
@@ -364,16 +378,20 @@ def read_facts(evidence) -> Facts:
                 facts.timed_out[rank] = item.place.node
         if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
-        if item.signature == "ctx-workers-restarted":
-            facts.workers_restarted = True
-        if item.signature == "ctx-one-process-launcher":
-            facts.one_process_launch = True
-        if item.signature == "ctx-nccl-init-complete":
-            facts.nccl_init_complete = True
+        if item.signature in FLAGS:
+            setattr(facts, FLAGS[item.signature], True)
         if item.signature in NETWORK_SIGNATURES:
             _read_network(facts, line)
     facts.stacks = log_stacks.read_stacks(item for item in evidence if item.signature in log_stacks.SIGNATURES)
     return facts
+
+
+def _memory_failure(line: str) -> str:
+    """'killed': the host killed a process for memory; 'communicator': NCCL could not allocate for a communicator,
+    so the job has several processes; 'allocation': a process could not allocate."""
+    if MEMORY_KILL.search(line):
+        return "killed"
+    return "communicator" if NCCL_LINE.search(line) else "allocation"
 
 
 def _ranks_listed(text: str) -> set[int]:

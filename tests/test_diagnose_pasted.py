@@ -32,7 +32,7 @@ PASTED = {
         line.rstrip() for line in _wrapped(100)(text).split("\n")),
     "timestamped by a logger": _prefixed("2024-03-05 12:34:56,789 - INFO - "),
     "labelled by pdsh": _prefixed("10.0.0.5: "),
-    "labelled by srun": _prefixed("3: "),
+    "labelled by srun": _prefixed("0: "),  # task 0: a job of one task as well as of several
     "quoted in markdown": _prefixed("> "),
     "collected by docker compose": _prefixed("trainer-1  | "),
     "timestamped and wrapped": lambda text: _wrapped(100)(_prefixed("[2024-03-05 12:34:56] ")(text)),

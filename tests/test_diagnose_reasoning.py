@@ -710,6 +710,26 @@ def test_two_launcher_tasks_claiming_the_same_ranks_are_a_duplicate_node_rank_in
     assert "duplicate-node-rank" not in _diagnose(tmp_path, claims("") * 2).answers()
 
 
+def test_a_lone_allocation_failure_is_not_read_as_a_rank_of_a_job_dying(tmp_path):
+    """One CUDA out-of-memory error and nothing of a job around it: as likely one process's model too big for its
+    GPU as a rank of a job; a rank's label, the others torn down, or the host's OOM killer make it a rank crash."""
+    oom = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.94 GiB (GPU 1; 79.35 GiB total "
+           "capacity; 77.65 GiB already allocated)\n")
+    found = _diagnose(tmp_path, oom)
+    assert found.answers()[:2] == ("not-in-catalog", "rank-crash"), found.answers()
+    assert found.causes[0].confidence < 0.5
+    assert _diagnose(tmp_path, "[rank3]: " + oom).answers()[0] == "rank-crash"
+    assert _diagnose(tmp_path, "3: " + oom).answers()[0] == "rank-crash"  # srun's task 3: a job of several
+    assert _diagnose(tmp_path, "[rank0]: " + oom).answers()[0] == "not-in-catalog"  # torchrun's one worker too
+    torn_down = ("W1026 03:51:31.222000 2521679 torch/distributed/elastic/multiprocessing/api.py:908] Sending process "
+                 "2521733 closing signal SIGTERM\n")
+    assert _diagnose(tmp_path, oom + torn_down).answers()[0] == "rank-crash"
+    killed = "[12345.678] Out of memory: Killed process 4242 (python) total-vm:123456kB\n"
+    assert _diagnose(tmp_path, killed).answers()[0] == "rank-crash"
+    assert _diagnose(tmp_path, "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on "
+                               "memory.\n").answers()[0] == "rank-crash"
+
+
 def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed_across_hosts(tmp_path):
     interfaces = ("host1:14605:14673 [0] NCCL INFO NET/Socket : Using [0]ens5:172.31.0.137<0> "
                   "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n")

@@ -177,7 +177,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
      'Killed\n'),
     ('rank-crash', None,
      '[1234.5] Out of memory: Killed process 4321 (python) total-vm:123kB\n'),
-    ('rank-crash', None,
+    # alone, one process's failure as likely as a rank's (test_diagnose_reasoning: a lone allocation failure)
+    ('not-in-catalog', 'rank-crash',
      'RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: '
      'you tried to allocate 1048576 bytes.\n'),
     ('wrong-socket-interface', None,
