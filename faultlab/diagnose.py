@@ -18,7 +18,7 @@ from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
 from .log_facts import analyzer_odd_rank, read_facts, stamp_of, waited_seconds
-from .log_inputs import job_places, log_files
+from .log_inputs import JobPlace, job_places, log_files
 from .log_scan import ERROR_LINES_KEPT, Evidence, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
@@ -144,6 +144,7 @@ def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     facts.vanished_nodes = _vanished_nodes(scans)
     facts.store_host_late = _store_host_late(scans, evidence)
     facts.ranks_per_node = _ranks_per_node(scans, facts.world_size)
+    facts.file_places = len({scan.place for scan in scans if scan.place != JobPlace()})
     extra = ()
     if victims and any(not any(cause_rules.is_primary(i) and SIGNATURES_BY_ID[i].role == "culprit"
                                and not SIGNATURES_BY_ID[i].outside for i in seen_on[rank]) for rank in culprits):

@@ -124,33 +124,42 @@ def _ranks_claimed_twice(facts: Facts) -> bool:
     processes announced than the world holds: two launchers took the same node rank. A node's own log counts
     each rank once (its processes restarted, or its lines printed twice, are not a second node); so does a log
     of unknown node where torchrun restarted the workers; otherwise it counts its lines. Where two known
-    launchers (nodes' logs, srun's or mpirun's tasks) claimed each doubled rank, a paste cut short may have lost
-    other claims, never added any: at least as many ranks unclaimed will do."""
+    launchers claimed each doubled rank (two nodes' logs, or two srun or mpirun tasks that each announced
+    several ranks, as a node's launcher does), a paste cut short may have lost other claims, never added any:
+    at least as many ranks unclaimed will do, unless the workers restarted (ranks may move between nodes)."""
     claims, launchers = collections.Counter(), collections.defaultdict(set)
+    lines_of_task = collections.Counter()
+    for (node, task, rank), times in facts.announcements.items():
+        lines_of_task[node, task] += times
     for (node, task, rank), times in facts.announcements.items():
         claims[rank] += 1 if node is not None or facts.workers_restarted else times
-        if node is not None or task is not None:
+        if node is not None or (task is not None and lines_of_task[node, task] > 1):
             launchers[rank].add((node, task))
     doubled = {rank for rank, times in claims.items() if times > 1}
     unclaimed = set(range(facts.world_size or 0)) - set(claims)
     if not doubled or claims.total() > (facts.world_size or 0):
         return False
-    if all(len(launchers[rank]) > 1 for rank in doubled):
+    if not facts.workers_restarted and all(len(launchers[rank]) > 1 for rank in doubled):
         return len(unclaimed) >= len(doubled)
     return len(doubled) == len(unclaimed)
 
 
+# Lines whose facts the test below reads for the size of the job; any other line is more than one process's own
+JOB_SIZE_LINES = frozenset({"ctx-topology", "ctx-rank-announced"})
+
+
 def _one_process_out_of_memory(facts: Facts, present: set) -> bool:
-    """A process failing to allocate memory is the log's one failure (the host killed nothing, NCCL's
-    communicators asked for none), no line names a rank past 0, and nothing shows a world of several (its size, its
-    nodes, its processes per node, the processes announcing themselves): as far as the log tells, one process's
-    model did not fit its memory. A rank of a job that died so leaves the others torn down or waiting. Rank 0
-    may be named: torchrun labels the lines of its one worker so too."""
-    # the error's own traceback ends in a Python exception line: no other failure
-    failures = {i for i in present if SIGNATURES_BY_ID[i].effect != "context"} - {"python-exception"}
-    return (failures == {"out-of-memory"} and facts.out_of_memory == {"allocation"} and facts.ranks_named <= {0}
-            and (facts.world_size or 1) == 1 and (facts.nodes or 1) == 1 and (facts.per_node or 1) == 1
-            and not facts.announcements)
+    """A process failing to allocate memory is all the log says of a failure (the host killed nothing, NCCL's
+    communicators asked for none), no other line but of the job's size, and that size is one: no world (as
+    announced ranks say it too), node or node's processes past one, no rank past 0 named by a line or a file,
+    no second place in the job among the files. As far as the log tells, one process's model did not fit its
+    memory; a rank of a job that died so leaves the others torn down or waiting. Rank 0 may be named: torchrun
+    labels the lines of its one worker so too."""
+    # the error's own traceback ends in a Python exception line
+    return (present - {"python-exception"} - JOB_SIZE_LINES == {"out-of-memory"}
+            and facts.out_of_memory == {"allocation"}
+            and max(facts.world_size or 1, facts.nodes or 1, facts.per_node or 1) == 1
+            and facts.ranks_named <= {0} and facts.file_places <= 1)
 
 
 def _ended_by_their_watchdog(facts: Facts, present: set) -> bool:

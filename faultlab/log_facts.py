@@ -51,16 +51,17 @@ DEVICE_INDEX = re.compile(r"cuda:(\d+)|index=(\d+)\)|[Ss]et(?:ting)? device to (
 NODES = re.compile(r"nnodes[= :]+(?:\d+:)?(\d+)|num_nodes[= ](\d+)")  # an elastic 1:4 counts as its most
 # DeepSpeed's multi-node runner names its hosts: "Running on the following workers: a,b".
 WORKER_HOSTS = re.compile(r"Running on the following workers: (\S+)")
-PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)")
+PER_NODE = re.compile(r"nproc[_-]per[_-]node[= ](\d+)|num_local_procs=(\d+)")  # torchrun's, DeepSpeed's
 WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d+)\)|Num processes: (\d+)"
-                   r"|MEMBER: \d+/(\d+)")
+                   r"|MEMBER: \d+/(\d+)|Starting with (\d+) processes")
 ANNOUNCED_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER:")
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
-# The host killed a process for memory (the kernel's OOM killer, Kubernetes, Ray's memory monitor), where
-# other out-of-memory lines are a process failing to allocate
+# The host killed a process for memory (the kernel's OOM killer, a cgroup's, systemd-oomd, SLURM, Kubernetes,
+# Ray's memory monitor), where other out-of-memory lines are a process failing to allocate
+MEMORY_KILL = re.compile(r"oom[-_]?kill|out of memory: Kill|Killed process \d+|OOMKilled|exceeded (?:job )?memory"
+                         r"|systemd-oomd|ray\.exceptions\.OutOfMemoryError|running low on memory|(?-i:: Out Of Memory)",
+                         re.IGNORECASE)
 NCCL_LINE = re.compile(r"\bNCCL (?:WARN|INFO)\b")  # NCCL's own log line
-MEMORY_KILL = re.compile(r"oom[-_]kill|Out of memory: Kill|OOMKilled|ray\.exceptions\.OutOfMemoryError"
-                         r"|running low on memory", re.IGNORECASE)
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
 BARRIER_COUNT = re.compile(r"world_size=(\d+), worker_count=(\d+)")
@@ -146,6 +147,7 @@ class Facts:
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
     ranks_named: set = dataclasses.field(default_factory=set)  # ranks that a line's label or its file names
     out_of_memory: set = dataclasses.field(default_factory=set)  # how processes ran out of it: _memory_failure
+    file_places: int = 0  # the places in the job (node, rank) the input files stand for (diagnose fills it)
     ordinal_ranks: set = dataclasses.field(default_factory=set)  # ranks that saw 'invalid device ordinal'
     ordinal_local_ranks: set = dataclasses.field(default_factory=set)  # (rank, local rank) of those, where a path says
     ib_codes: set = dataclasses.field(default_factory=set)

@@ -69,10 +69,12 @@ CONTEXT: tuple[Signature, ...] = (
     S("ctx-topology", "Node, process and world counts",
       r"--nnodes[= ]\d+|--nproc[_-]per[_-]node[= ]\d+|\bnnodes[=: ]+\d+|\bnranks \d+|WORLD_SIZE=\d+"
       r"|world_size=\d+|\bsize=\d+\)|Num processes: \d+|num_nodes[= ]\d+|Running on the following workers: "
-      r"|Multi-processing is handled by Slurm",
+      r"|Multi-processing is handled by Slurm"
+      r"|Starting with \d+ processes|num_local_procs=\d+",  # Lightning's count of processes, DeepSpeed's
       "neutral", "How many nodes and ranks the job has.", (),
       literals=("nnodes", "nproc_per_node", "nproc-per-node", "nranks ", "WORLD_SIZE=", "world_size=", ", size=", "Num processes: ", "num_nodes",
-                "Running on the following workers: ", "Multi-processing is handled by Slurm"),
+                "Running on the following workers: ", "Multi-processing is handled by Slurm", "Starting with ",
+                "num_local_procs="),
       effect="context"),
     S("ctx-workers-restarted", "torchrun restarted its workers",
       r"attempts left; will restart worker group", "neutral",

@@ -226,11 +226,15 @@ JOB: tuple[Signature, ...] = (
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"
       r"|not enough) memory|Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|invoked oom-killer"
       r"|Cuda failure 'out of memory'|oom[_-]kill events?|: Out Of Memory|\bOOMKilled\b"
-      r"|Failed to CUDA calloc \d+ bytes", "culprit",
+      r"|Failed to CUDA calloc \d+ bytes"
+      # the host's kills as dmesg, a memory cgroup, systemd-oomd and slurmstepd word them
+      r"|Memory cgroup out of memory: Kill|Killed process \d+ \(\S+\) total-vm|systemd-oomd\[\d+\]: Killed"
+      r"|exceeded (?:job )?memory limit", "culprit",
       "This rank could not allocate GPU memory (or the host's OOM killer chose it) and died; the others then "
       "time out or are torn down.",
       literals=("out of memory", "OutOfMemoryError", "DefaultCPUAllocator", "Out of memory: Kill", "oom-kill",
-                "oom_kill", "Out Of Memory", "OOMKilled", "Failed to CUDA calloc"),
+                "oom_kill", "Out Of Memory", "OOMKilled", "Failed to CUDA calloc", "Killed process", "systemd-oomd",
+                "memory limit"),
       suggests=("rank-crash",), family="exit"),
     S("nccl-shm-failed", "NCCL cannot create or attach its shared-memory segments",
       r"Error while (?:creating|attaching to) shared memory segment|posix_fallocate failed|failed to extend /dev/shm"

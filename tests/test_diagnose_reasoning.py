@@ -708,6 +708,14 @@ def test_two_launcher_tasks_claiming_the_same_ranks_are_a_duplicate_node_rank_in
     # one task's lines printed twice, or unlabelled lines: no second launcher is known
     assert "duplicate-node-rank" not in _diagnose(tmp_path, claims("0: ") * 2).answers()
     assert "duplicate-node-rank" not in _diagnose(tmp_path, claims("") * 2).answers()
+    # an editor's line numbers: each "task" printed one line, as no node's launcher does
+    numbered = "".join(f"{number}: Initializing distributed: GLOBAL_RANK: {number % 2}, MEMBER: {number % 2 + 1}/8\n"
+                       for number in range(10, 14))
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, numbered).answers()
+    # workers restarted: node ranks, and so the ranks their workers get, may change between attempts
+    restarted = (claims("0: ") + "0: [default] Worker group FAILED. 3/3 attempts left; will restart worker group\n"
+                 + claims("1: "))
+    assert "duplicate-node-rank" not in _diagnose(tmp_path, restarted).answers()
 
 
 def test_a_lone_allocation_failure_is_not_read_as_a_rank_of_a_job_dying(tmp_path):
@@ -724,10 +732,27 @@ def test_a_lone_allocation_failure_is_not_read_as_a_rank_of_a_job_dying(tmp_path
     torn_down = ("W1026 03:51:31.222000 2521679 torch/distributed/elastic/multiprocessing/api.py:908] Sending process "
                  "2521733 closing signal SIGTERM\n")
     assert _diagnose(tmp_path, oom + torn_down).answers()[0] == "rank-crash"
-    killed = "[12345.678] Out of memory: Killed process 4242 (python) total-vm:123456kB\n"
-    assert _diagnose(tmp_path, killed).answers()[0] == "rank-crash"
-    assert _diagnose(tmp_path, "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on "
-                               "memory.\n").answers()[0] == "rank-crash"
+    # the host's kills, however worded
+    for killed in ("[12345.678] Out of memory: Killed process 4242 (python) total-vm:123456kB\n",
+                   "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n",
+                   "srun: error: node1: task 0: Out Of Memory\n",
+                   "[99.1] Memory cgroup out of memory: Killed process 4321 (python) total-vm:1kB\n",
+                   "slurmstepd: error: Job 5 exceeded memory limit (10 > 5), being killed\n"):
+        assert _diagnose(tmp_path, killed).answers()[0] == "rank-crash", killed
+    # a job of several said by its size, a launcher's line, or the files given
+    for job in ("world_size=4\n", "Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4\n",
+                "All distributed processes registered. Starting with 4 processes\n",
+                "[launch.py:151:main] nnodes=1, num_local_procs=4, node_rank=0\n",
+                "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 2 (pid: 5555)\n",
+                "node1:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"):
+        assert _diagnose(tmp_path, job + oom).answers()[0] == "rank-crash", job
+    assert _diagnose(tmp_path, "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/1\n" + oom).answers()[0] == (
+        "not-in-catalog")
+    files = tmp_path / "ranks"
+    files.mkdir()
+    (files / "rank_0.log").write_text(oom)
+    (files / "rank_1.log").write_text("step 10 loss 1.0\n")
+    assert diagnose.diagnose([files]).answers()[0] == "rank-crash"
 
 
 def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed_across_hosts(tmp_path):
