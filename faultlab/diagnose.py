@@ -19,6 +19,7 @@ from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
 from .log_facts import analyzer_odd_rank, read_facts, stamp_of, waited_seconds
 from .log_inputs import JobPlace, job_places, log_files
+from .line_ranks import tasks_as_nodes
 from .log_scan import ERROR_LINES_KEPT, Evidence, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
@@ -125,7 +126,7 @@ def diagnose(paths: list[Path], cause_counts: dict[str, collections.Counter] | N
 
 def _assemble(scans, notes, cause_counts, inputs: int) -> Diagnosis:
     """`scans`: one per input, each with its file's place in the job (none for standard input)."""
-    evidence = [item for scan in scans for item in scan.evidence]
+    evidence = tasks_as_nodes([item for scan in scans for item in scan.evidence])
     files_of = collections.defaultdict(set)  # a node's log is a file of its own
     for item in evidence:
         files_of[item.signature].add(item.path)

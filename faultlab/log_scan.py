@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from . import log_facts, pasted, userfiles
 from .errors import BadInput
+from .line_ranks import TASK_LABEL_BYTES, TORCH_RANK_LABEL_BYTES, rank_of_line
 from .log_inputs import JobPlace
 from .symptoms import SIGNATURES, SIGNATURES_BY_ID
 
@@ -42,14 +43,6 @@ REPETITIVE_MIN_BYTES = 1 << 20  # smaller blocks are read line by line: the prob
 DENSE_BYTES_PER_HIT = 400  # denser than a hit per 400 bytes: see whether a few lines repeat
 REPETITION = 20  # a block is "a few lines repeated" with at most one distinct line per 20
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# A line's rank: torch's own [rankN]: and [Rank N] first; else a collector's label of the task that wrote it:
-# mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ", srun's or mpirun's own report of one
-# task. Under srun, a task can be a node's torchrun, so its number is the node's, not the rank's.
-TORCH_RANK_LABEL = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]")
-TASK_LABEL = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:|^\s*(\d+): |^srun: error: \S+: task (\d+): "
-                        r"|^(?:mpirun|prterun) noticed that process rank (\d+) ")
-TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES = (re.compile(pattern.pattern.encode())
-                                            for pattern in (TORCH_RANK_LABEL, TASK_LABEL))
 # Lines worth showing when no signature is known: found by the same literal search.
 ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
                    b"Timed out", b"FATAL", b"fatal")
@@ -77,12 +70,6 @@ def _matches(regex: re.Pattern, line: str) -> bool:
     """Whether a signature matches the line as written or without its collector's prefixes."""
     body = pasted.body(line)
     return bool(regex.search(body) or body is not line and regex.search(line))
-
-
-def _rank_of_line(line, torch_label: re.Pattern = TORCH_RANK_LABEL, task_label: re.Pattern = TASK_LABEL) -> int | None:
-    """The rank a line (str, or bytes with the patterns' bytes twins) names, None where it names none."""
-    match = torch_label.search(line) or task_label.match(line)
-    return int(match[match.lastindex]) if match else None
 
 
 @dataclasses.dataclass
@@ -319,7 +306,7 @@ class _BlockState:
         """Whether nothing of this line could still be kept (judged from its raw bytes)."""
         if b"\x1b" in raw or (ERROR_LINE in labels and len(self.errors) < ERROR_LINES_KEPT):
             return False
-        rank = _rank_of_line(raw, TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES)
+        rank = rank_of_line(raw, TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES)
         rank = self.place.rank if rank is None else rank
         kept = self.kept
         for label in labels:
@@ -378,7 +365,7 @@ class _BlockState:
         whole = _as_read(line.whole) if line.sure else None
         guesses = [_as_read(reading) for reading in line.guesses]
         pieces = [_as_read(piece) for piece in line.pieces]
-        rank = _rank_of_line(whole or guesses[0])
+        rank = rank_of_line(whole or guesses[0])
         rank = self.place.rank if rank is None else rank
         for signature_id in sorted(labels):
             regex = SIGNATURES_BY_ID[signature_id].regex
@@ -418,7 +405,7 @@ class _BlockState:
         text = _as_read(raw.decode("utf-8", errors="replace"))
         matched = tuple(sorted(label for label in labels
                                if label != ERROR_LINE and _matches(SIGNATURES_BY_ID[label].regex, text)))
-        known = (text, _rank_of_line(text), matched)
+        known = (text, rank_of_line(text), matched)
         if len(self.cache) < LINE_CACHE_SIZE:
             self.cache[raw] = known
         return known

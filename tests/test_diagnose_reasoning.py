@@ -718,6 +718,25 @@ def test_two_launcher_tasks_claiming_the_same_ranks_are_a_duplicate_node_rank_in
     assert "duplicate-node-rank" not in _diagnose(tmp_path, restarted).answers()
 
 
+def test_an_srun_task_that_runs_torchrun_is_a_node_not_a_rank(tmp_path):
+    """srun's task 1 killed while node 0's ranks 0-3 time out: under torchrun a task is a node's launcher, so node 1
+    is at fault, not rank 1 (which timed out on node 0); where srun starts every rank itself, task N is rank N."""
+    timeouts = "".join(f"0: [rank{rank}]:[E1205 10:10:00.000000 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught "
+                       "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                       "Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n" for rank in range(4))
+    killed = "srun: error: node2: task 1: Killed\n"
+    found = _diagnose(tmp_path, killed + timeouts)
+    assert (found.culprit, found.culprit_node) == (None, 1), (found.culprit, found.culprit_node, found.culprit_reason)
+    # torchrun's agent speaks, unlabelled: srun launched torchrun
+    agent = "Root Cause (first observed failure):\n"
+    assert _diagnose(tmp_path, killed + agent + timeouts.replace("0: ", "")).culprit != 1
+    # srun starting each rank itself: task 1 is rank 1
+    per_rank = "".join(f"{rank}: [rank{rank}]:" + line.split("]:", 1)[1] + "\n"
+                       for rank, line in enumerate(timeouts.splitlines()) if rank != 1)
+    found = _diagnose(tmp_path, killed + per_rank)
+    assert found.culprit == 1, (found.culprit, found.culprit_node, found.culprit_reason)
+
+
 def test_a_lone_allocation_failure_is_not_read_as_a_rank_of_a_job_dying(tmp_path):
     """One CUDA out-of-memory error and nothing of a job around it: as likely one process's model too big for its
     GPU as a rank of a job; a rank's label, the others torn down, or the host's OOM killer make it a rank crash."""
