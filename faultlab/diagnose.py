@@ -17,9 +17,9 @@ from . import cause_rules, log_exits
 from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
+from .line_ranks import tasks_as_nodes
 from .log_facts import analyzer_odd_rank, read_facts, stamp_of, waited_seconds
 from .log_inputs import JobPlace, job_places, log_files
-from .line_ranks import tasks_as_nodes
 from .log_scan import ERROR_LINES_KEPT, Evidence, scan_all, scan_stream
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
@@ -301,10 +301,13 @@ def _culprit_by_absence(victims, silent, facts, dismissed: dict[str, str]) -> tu
     # Beside victims, a worker killed by a signal is the culprit, unless it was stopped from outside or the rules
     # dismissed its signal (torch's watchdog aborting ranks whose collectives timed out).
     if len(first_failures) == 1:
-        code, local_rank, pid = next(iter(first_failures))
+        code, local_rank, pid, node = next(iter(first_failures))
         if not victims or code < 0 and code not in log_exits.STOPPED_EXITS and "killed-by-signal" not in dismissed:
-            rank = facts.exits.root_cause_ranks[0][0] if len(facts.exits.root_cause_ranks) == 1 else local_rank
-            return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
+            # a later node's local ranks are not its global ones: that node's launcher names no rank
+            rank = (facts.exits.root_cause_ranks[0][0] if len(facts.exits.root_cause_ranks) == 1
+                    else local_rank if node in (None, 0) else None)
+            if rank is not None:
+                return rank, f"the launcher saw local rank {local_rank} (pid {pid}) exit first, with code {code}"
     odd = analyzer_odd_rank(facts)
     if odd is not None:
         return odd, (f"torch's Flight Recorder analyzer lists every other rank as missing from a collective rank {odd} "

@@ -26,16 +26,17 @@ def rank_of_line(line, torch_label: re.Pattern = TORCH_RANK_LABEL, task_label: r
     return int(match[match.lastindex]) if match else None
 
 
-# What torchrun's agent writes of its workers: a node's launcher speaks, never a rank
-AGENT_SIGNATURES = frozenset({"ctx-worker-exit", "child-failed", "worker-torn-down", "launcher-signalled",
-                              "ctx-workers-restarted"})
+# What a node's launcher (torchrun's agent, DeepSpeed's launch.py) writes of its workers, never a rank nor
+# srun itself: slurmstepd's "CANCELLED" (launcher-signalled) is in every killed srun job, so it is not here
+AGENT_SIGNATURES = frozenset({"ctx-worker-exit", "child-failed", "worker-torn-down", "ctx-workers-restarted"})
 
 
 def tasks_as_nodes(evidence: list) -> list:
-    """`evidence`: log_scan.Evidence lines. Under srun (or mpirun) a task may be a node's torchrun rather than a rank: its lines then carry other
-    ranks' labels ([rank5]: among task 1's), or torchrun's agent speaks in the log (srun python would have no
-    agent). Where the log shows that, a task's number is its node's: the task's own lines, and srun's report of
-    it, name that node and no rank."""
+    """`evidence`: log_scan.Evidence lines. Under srun (or mpirun) a task may be a node's torchrun rather than a
+    rank: its lines then carry other ranks' labels ([rank5]: among task 1's), or a node's launcher speaks in the
+    log (srun python has none). Where the log shows that, a task's number is its node's: the task's own lines,
+    and srun's report of it, name that node and no rank (in a file of that node, or of no known node). Only a
+    label at the line's start is read, as rank_of_line reads it."""
     read = []
     for item in evidence:
         task, torch = TASK_LABEL.match(item.line), TORCH_RANK_LABEL.search(item.line)
@@ -44,5 +45,5 @@ def tasks_as_nodes(evidence: list) -> list:
     if not any(task is not None and (agent or rank not in (None, task)) for item, task, rank in read):
         return evidence
     return [dataclasses.replace(item, rank=None, place=dataclasses.replace(item.place, node=task))
-            if task is not None and rank is None and item.rank == task and item.place.node is None else item
+            if task is not None and rank is None and item.place.node in (None, task) else item
             for item, task, rank in read]

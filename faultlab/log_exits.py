@@ -29,7 +29,7 @@ TERMINATED_PID = re.compile(r"process (\d+) (?:closing|via) signal SIGTERM|Killi
 
 @dataclasses.dataclass
 class Exits:
-    failed_workers: list = dataclasses.field(default_factory=list)  # (exit code, local rank, pid)
+    failed_workers: list = dataclasses.field(default_factory=list)  # (exit code, local rank, pid, node or None)
     root_cause_ranks: list = dataclasses.field(default_factory=list)  # (rank, local rank)
     terminated_pids: set = dataclasses.field(default_factory=set)
     launcher_signals: set = dataclasses.field(default_factory=set)  # 'SIGHUP', 'SIGTERM' ... that stopped a launcher
@@ -39,10 +39,10 @@ class Exits:
     signal_lines: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # (file, rank) -> lines
 
     def read(self, item) -> None:
-        """What one evidence line (.signature, .path, .line_number, .rank, .line) says of how workers ended."""
+        """What one evidence line (.signature, .path, .line_number, .rank, .line, .place) says of how workers ended."""
         line = item.line
         for code, local_rank, pid in FAILED_WORKER.findall(line):
-            self.failed_workers.append((int(code), int(local_rank), int(pid)))
+            self.failed_workers.append((int(code), int(local_rank), int(pid), item.place.node))
         for rank, local_rank in ROOT_CAUSE_RANK.findall(line):
             self.root_cause_ranks.append((int(rank), int(local_rank)))
         for pid, killed in TERMINATED_PID.findall(line):

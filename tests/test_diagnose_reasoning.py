@@ -730,11 +730,22 @@ def test_an_srun_task_that_runs_torchrun_is_a_node_not_a_rank(tmp_path):
     # torchrun's agent speaks, unlabelled: srun launched torchrun
     agent = "Root Cause (first observed failure):\n"
     assert _diagnose(tmp_path, killed + agent + timeouts.replace("0: ", "")).culprit != 1
-    # srun starting each rank itself: task 1 is rank 1
+    # srun starting each rank itself: task 1 is rank 1, though slurmstepd cancels the step as it does any
     per_rank = "".join(f"{rank}: [rank{rank}]:" + line.split("]:", 1)[1] + "\n"
                        for rank, line in enumerate(timeouts.splitlines()) if rank != 1)
-    found = _diagnose(tmp_path, killed + per_rank)
-    assert found.culprit == 1, (found.culprit, found.culprit_node, found.culprit_reason)
+    cancelled = "slurmstepd: error: *** STEP 1234.0 ON node1 CANCELLED AT 2026-12-05T10:20:00 ***\n"
+    for tail in ("", cancelled):
+        found = _diagnose(tmp_path, killed + per_rank + tail)
+        assert found.culprit == 1, (tail, found.culprit, found.culprit_node, found.culprit_reason)
+    # srun --label -o node%t.out: node 1's own file, its torchrun's lines labelled by task 1
+    nodes = tmp_path / "logs"
+    nodes.mkdir()
+    (nodes / "node0.out").write_text(timeouts)
+    (nodes / "node1.out").write_text("1: E1205 10:00:06.000000 222 torch/distributed/elastic/multiprocessing/api.py:869] "
+                                     "failed (exitcode: -9) local_rank: 0 (pid: 4242) of binary: /usr/bin/python\n"
+                                     "1: Killed\n")
+    found = diagnose.diagnose([nodes])
+    assert (found.culprit, found.culprit_node) == (None, 1), (found.culprit, found.culprit_node, found.culprit_reason)
 
 
 def test_a_lone_allocation_failure_is_not_read_as_a_rank_of_a_job_dying(tmp_path):

@@ -41,7 +41,8 @@ def shown_line(line: str, signature: str | None = None) -> str:
 
 
 def _evidence_line(item) -> str:
-    where = f"rank {item.rank}" if item.rank is not None else "?"
+    where = (f"rank {item.rank}" if item.rank is not None
+             else f"node {item.place.node}" if item.place.node is not None else "?")
     return f"       {item.path}:{item.line_number} [{where}] {shown_line(item.line, item.signature)}"
 
 
