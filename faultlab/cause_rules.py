@@ -85,10 +85,10 @@ RULES: tuple[Rule, ...] = (
     Rule("ctx-rank-announced", "under SLURM only the first of several processes started", ("no-launcher",), 0.7,
          why="SLURM was to start the processes, but only the first announced itself and nothing failed: the batch "
              "script ran python once instead of through srun"),
-    Rule("ctx-rank-announced", "two processes claimed each of some ranks, as many ranks unclaimed",
+    Rule("ctx-rank-announced", "two launchers claimed each of some ranks, others unclaimed",
          ("duplicate-node-rank",), 0.8,
-         why="two processes announced each of the same global ranks while as many ranks of the world never "
-             "announced themselves: two launchers took the same node rank"),
+         why="two processes announced each of the same global ranks while ranks of the world never announced "
+             "themselves: two launchers took the same node rank"),
     *(Rule(dial, "the store's host started after the others gave up dialing it", ("late-store-host",), 0.85,
            why="node 0, the store's host, wrote its first line only after the other nodes had given up dialing its "
                "store: it started too late for them")

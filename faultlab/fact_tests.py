@@ -191,7 +191,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "no device is visible at all": lambda f, s: f.visible_devices == 0,
     "the visible devices are physical ids without device 0": lambda f, s: _physical_ids_may_be_the_index(f),
     "under SLURM only the first of several processes started": _one_slurm_task_of_several,
-    "two processes claimed each of some ranks, as many ranks unclaimed": lambda f, s: _ranks_claimed_twice(f),
+    "two launchers claimed each of some ranks, others unclaimed": lambda f, s: _ranks_claimed_twice(f),
     "the ranks' own progress lines put them in different epochs at one step": lambda f, s: ranks_in_different_epochs(f),
     "every rank of the group but one is missing from a collective": lambda f, s: analyzer_odd_rank(f) is not None,
     "the store client was refused at a loopback address": _store_refused_at_loopback,

@@ -10,20 +10,34 @@ from __future__ import annotations
 import dataclasses
 import re
 
-# A line's rank: torch's own [rankN]: and [Rank N] first; else a collector's label of the task that wrote it:
-# mpirun's --tag-output [1,N]<stdout>:, srun --label's leading "N: ", srun's or mpirun's own report of one
-# task (read as a node's, not a rank's, where the tasks are nodes' torchruns: tasks_as_nodes).
+from . import pasted
+
+# What a launcher puts before each line of task N: mpirun --tag-output's "[1,N]<stdout>:", srun --label's "N: "
+_TASK_PREFIX = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:[ ]?|(\d+):[ ]")
+# A line's rank: torch's own [rankN]: and [Rank N] first; else the task that wrote it, by its label at the line's
+# start or by srun's or mpirun's own report of one task (read as a node's, not a rank's, where the tasks are
+# nodes' torchruns: tasks_as_nodes).
 TORCH_RANK_LABEL = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]")
-TASK_LABEL = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:|^\s*(\d+): |^srun: error: \S+: task (\d+): "
+TASK_LABEL = re.compile(rf"^\s*(?:{_TASK_PREFIX.pattern})|^srun: error: \S+: task (\d+): "
                         r"|^(?:mpirun|prterun) noticed that process rank (\d+) ")
 TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES = (re.compile(pattern.pattern.encode())
                                             for pattern in (TORCH_RANK_LABEL, TASK_LABEL))
 
 
-def rank_of_line(line, torch_label: re.Pattern = TORCH_RANK_LABEL, task_label: re.Pattern = TASK_LABEL) -> int | None:
+def rank_of_line(line, torch_pattern: re.Pattern = TORCH_RANK_LABEL, task_pattern: re.Pattern = TASK_LABEL) -> int | None:
     """The rank a line (str, or bytes with the patterns' bytes twins) names, None where it names none."""
-    match = torch_label.search(line) or task_label.match(line)
+    match = torch_pattern.search(line) or task_pattern.match(line)
     return int(match[match.lastindex]) if match else None
+
+
+def task_label(line: str) -> int | None:
+    """The task that printed `line`, where srun or mpirun labelled it: the innermost label among the line's
+    prefixes, since collectors (timestamps, pdsh) add theirs outside the launcher's."""
+    for prefix in reversed(pasted.prefixes(line)):
+        label = _TASK_PREFIX.fullmatch(prefix)
+        if label:
+            return int(label[label.lastindex])
+    return None
 
 
 # What a node's launcher (torchrun's agent, DeepSpeed's launch.py) writes of its workers, never a rank nor

@@ -14,8 +14,9 @@ import ipaddress
 import itertools
 import re
 
-from . import log_exits, log_stacks, pasted
+from . import line_ranks, log_exits, log_stacks
 from .flight_recorder.report import CULPRIT_RANK, EXPECTED_RANKS, MISSING_RANKS, NO_DUMP_RANKS
+from .signatures_job import HOST_MEMORY_KILL
 
 NUMBER = r"(-?\d+)"
 ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
@@ -56,11 +57,7 @@ WORLD = re.compile(r"\bnranks (\d+)|WORLD_SIZE=(\d+)|world_size=(\d+)|\bsize=(\d
                    r"|MEMBER: \d+/(\d+)|Starting with (\d+) processes")
 ANNOUNCED_RANK = re.compile(r"GLOBAL_RANK: (\d+), MEMBER:")
 DUPLICATE = re.compile(r"rank (\d+) and rank (\d+) both on CUDA device")
-# The host killed a process for memory (the kernel's OOM killer, a cgroup's, systemd-oomd, SLURM, Kubernetes,
-# Ray's memory monitor), where other out-of-memory lines are a process failing to allocate
-MEMORY_KILL = re.compile(r"oom[-_]?kill|out of memory: Kill|Killed process \d+|OOMKilled|exceeded (?:job )?memory"
-                         r"|systemd-oomd|ray\.exceptions\.OutOfMemoryError|running low on memory|(?-i:: Out Of Memory)",
-                         re.IGNORECASE)
+MEMORY_KILL = re.compile(HOST_MEMORY_KILL)
 NCCL_LINE = re.compile(r"\bNCCL (?:WARN|INFO)\b")  # NCCL's own log line
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
@@ -254,7 +251,7 @@ def _read_topology(facts: Facts, line: str, node: int | None) -> None:
         match = pattern.search(line)
         if match:
             setattr(facts, field, max(getattr(facts, field) or 0, _first_int(match)))
-    task = pasted.task_label(line)
+    task = line_ranks.task_label(line)
     facts.announcements.update((node, task, int(rank)) for rank in ANNOUNCED_RANK.findall(line))
     facts.slurm_tasks = facts.slurm_tasks or "Multi-processing is handled by Slurm" in line
     hosts = WORKER_HOSTS.search(line)

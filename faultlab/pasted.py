@@ -9,8 +9,8 @@ often passed through a web page, a terminal or a log collector first:
   labels, srun and mpirun labels, `name | ` of docker compose and kubectl, Ray's
   `(Actor pid=N, ip=A)`, markdown quotes):
   signatures that anchor at the start of a line are matched against the line without them
-  (`body`), while the line shown stays whole; srun's and mpirun's name the task that printed the
-  line (`task_label`);
+  (`body`), while the line shown stays whole (srun's and mpirun's also name the task that printed
+  the line: line_ranks.task_label);
 - an error retyped by hand, one letter wrong ("invalid device ordinnal", "Connection refsued"): the
   error lines diagnose keeps are read again with each such word spelled as the signatures' literals
   spell it (`Respeller`); what a whole signature then matches counts, and the line is read with the
@@ -164,10 +164,10 @@ PREFIX_REACH = 160
 
 def body(line: str) -> str:
     """`line` without the prefixes collectors put before it (several may stack)."""
-    return line[sum(map(len, _prefixes(line))):]
+    return line[sum(map(len, prefixes(line))):]
 
 
-def _prefixes(line: str) -> list[str]:
+def prefixes(line: str) -> list[str]:
     """The prefixes collectors put before `line`, outermost first."""
     found, start = [], 0
     for _ in range(_PREFIXES_AT_MOST):
@@ -177,20 +177,6 @@ def _prefixes(line: str) -> list[str]:
         found.append(match[0])
         start = match.end()
     return found
-
-
-# srun --label's "N: " and mpirun --tag-output's "[1,N]<stdout>:": task N printed the line
-_TASK_LABEL = re.compile(r"(\d+):[ ]|\[\d+,(\d+)\]<std(?:out|err)>:[ ]?")
-
-
-def task_label(line: str) -> int | None:
-    """The launcher's task that printed `line`, where srun or mpirun labelled it: the innermost such prefix, since
-    collectors add theirs outside the launcher's."""
-    for prefix in reversed(_prefixes(line)):
-        label = _TASK_LABEL.fullmatch(prefix)
-        if label:
-            return int(label[label.lastindex])
-    return None
 
 
 WRAP_MIN_WIDTH = 60  # narrower "wraps" are ordinary short lines
@@ -300,14 +286,14 @@ def _word_wrapped_runs(lines: list[str], lengths: list[int], taken: set[int]) ->
 def _continues(line: str, first: str) -> bool:
     """Whether `line` may continue a word-wrapped line that began with `first`: not a line of its own, and
     no prefix but those the first piece carried (a quote, a label on every piece)."""
-    prefixes = _prefixes(line)
-    return not _own_line(line, first) and prefixes == _prefixes(first)[:len(prefixes)]
+    carried = prefixes(line)
+    return not _own_line(line, first) and carried == prefixes(first)[:len(carried)]
 
 
 def _without_repeated_prefix(pieces: list[str]) -> list[str]:
     """The pieces with the prefixes the first one carries taken off the others: a wrapped paste
     quoted in markdown, or labelled by srun, carries the outer ones on every piece."""
-    outer = _prefixes(pieces[0])
+    outer = prefixes(pieces[0])
     texts = pieces[:1]
     for piece in pieces[1:]:
         for prefix in outer:

@@ -13,6 +13,13 @@ LAUNCHER_VARIABLES = (r"(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK
                       r"|SLURM_PROCID|SLURM_LOCALID|SLURM_NTASKS|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|JSM_NAMESPACE_\w+)")
 
 S = Signature
+# The host killing a process for memory, as the kernel's OOM killer, a memory cgroup, systemd-oomd, SLURM,
+# Kubernetes and Ray word it; out-of-memory's other wordings are a process failing to allocate (log_facts
+# tells the two apart by these).
+HOST_MEMORY_KILL = (r"Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|invoked oom-killer|oom[_-]kill events?"
+                    r"|: Out Of Memory|\bOOMKilled\b|Memory cgroup out of memory: Kill"
+                    r"|Killed process \d+ \(\S+\) total-vm|systemd-oomd\[\d+\]: Killed|exceeded (?:job )?memory limit"
+                    r"|ray\.exceptions\.OutOfMemoryError")
 JOB: tuple[Signature, ...] = (
     # -- devices and teardown ----------------------------------------------------------------------
     S("duplicate-gpu", "NCCL: two ranks on one GPU", r"Duplicate GPU detected", "culprit",
@@ -224,12 +231,8 @@ JOB: tuple[Signature, ...] = (
     # -- a process dies ---------------------------------------------------------------------
     S("out-of-memory", "A rank ran out of GPU or host memory",
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"
-      r"|not enough) memory|Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|invoked oom-killer"
-      r"|Cuda failure 'out of memory'|oom[_-]kill events?|: Out Of Memory|\bOOMKilled\b"
-      r"|Failed to CUDA calloc \d+ bytes"
-      # the host's kills as dmesg, a memory cgroup, systemd-oomd and slurmstepd word them
-      r"|Memory cgroup out of memory: Kill|Killed process \d+ \(\S+\) total-vm|systemd-oomd\[\d+\]: Killed"
-      r"|exceeded (?:job )?memory limit", "culprit",
+      r"|not enough) memory|Cuda failure 'out of memory'|Failed to CUDA calloc \d+ bytes|" + HOST_MEMORY_KILL,
+      "culprit",
       "This rank could not allocate GPU memory (or the host's OOM killer chose it) and died; the others then "
       "time out or are torn down.",
       literals=("out of memory", "OutOfMemoryError", "DefaultCPUAllocator", "Out of memory: Kill", "oom-kill",
