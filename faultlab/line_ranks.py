@@ -13,12 +13,13 @@ import re
 from . import pasted
 
 # What a launcher puts before each line of task N: mpirun --tag-output's "[1,N]<stdout>:", srun --label's "N: "
-_TASK_PREFIX = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:[ ]?|(\d+):[ ]")
+_MPIRUN_TAG, _SRUN_LABEL = r"\[\d+,(\d+)\]<std(?:out|err)>:[ ]?", r"(\d+):[ ]"
+_TASK_PREFIX = re.compile(f"{_MPIRUN_TAG}|{_SRUN_LABEL}")
 # A line's rank: torch's own [rankN]: and [Rank N] first; else the task that wrote it, by its label at the line's
 # start or by srun's or mpirun's own report of one task (read as a node's, not a rank's, where the tasks are
 # nodes' torchruns: tasks_as_nodes).
 TORCH_RANK_LABEL = re.compile(r"\[(?:default)?rank(\d+)\]:|\brank(\d+)\]:|\[Rank (\d+)\]")
-TASK_LABEL = re.compile(rf"^\s*(?:{_TASK_PREFIX.pattern})|^srun: error: \S+: task (\d+): "
+TASK_LABEL = re.compile(rf"^{_MPIRUN_TAG}|^\s*{_SRUN_LABEL}|^srun: error: \S+: task (\d+): "
                         r"|^(?:mpirun|prterun) noticed that process rank (\d+) ")
 TORCH_RANK_LABEL_BYTES, TASK_LABEL_BYTES = (re.compile(pattern.pattern.encode())
                                             for pattern in (TORCH_RANK_LABEL, TASK_LABEL))
