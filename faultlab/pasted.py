@@ -19,12 +19,14 @@ often passed through a web page, a terminal or a log collector first:
   line of exactly the widest length is continued by the next one (`wrapped_lines`; a prefix that
   quoting or labelling put on every piece is taken off the continuations), and a signature
   broken by a wrap is matched across it; lines word-wrapped by an editor or a mail (broken at
-  spaces, so of different lengths) are read joined too, as a guess.
+  spaces, so of different lengths) are read joined too, as a guess; the indentation every line
+  shares (a markdown code block's) is read past.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 # How pages show the characters of a log that matter to its wording: escaped (html.escape's
@@ -232,6 +234,7 @@ def wrapped_lines(lines: list[str], word_breaks: set[int] = frozenset()) -> list
     breaks at spaces, leaving lines of different lengths (and sometimes several of one): every join
     is also read with a space at each break, as a guess; word wraps are looked for only across the
     ends of the lines in `word_breaks` (where a signature's words run on into the next line)."""
+    lines = _dedented(lines)
     lengths = [len(line) for line in lines]
     text = "".join(lines)
     if any(mark in text for mark in _PAGE_MARK_CHARACTERS):  # a page escapes what the terminal had wrapped
@@ -257,6 +260,14 @@ def wrapped_lines(lines: list[str], word_breaks: set[int] = frozenset()) -> list
         pieces = lines[first:last + 1]
         wrapped.append(WrappedLine(first, pieces, None, (" ".join(_without_repeated_prefix(pieces)),)))
     return sorted(wrapped, key=lambda line: line.first)
+
+
+def _dedented(lines: list[str]) -> list[str]:
+    """The lines without the indentation all of them share: a paste indented as a code block (markdown's
+    four spaces) would otherwise have every line begin as an indented traceback frame does, a line of its own."""
+    indents = {line[:len(line) - len(line.lstrip(" \t"))] for line in lines if line.strip()}
+    shared = len(os.path.commonprefix(list(indents))) if indents else 0
+    return [line[shared:] for line in lines] if shared else lines
 
 
 def _word_wrapped_runs(lines: list[str], lengths: list[int], taken: set[int]) -> list[tuple[int, int]]:

@@ -174,6 +174,17 @@ def test_a_word_wrapped_paste_quoted_in_markdown_is_read_joined(tmp_path):
     assert any("killed by signal: Bus error" in item.line and item.line_number == 3 for item in found.evidence)
 
 
+def test_a_word_wrapped_paste_indented_as_a_code_block_is_read_joined(tmp_path):
+    # Markdown's four spaces on every line: each would otherwise begin as an indented traceback frame does.
+    error = ("RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus error. It is possible that "
+             "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.")
+    log = tmp_path / "paste.log"
+    log.write_text("".join(f"    {line}\n" for line in textwrap.wrap(error, 66)))
+    found = diagnose.diagnose([log])
+    assert found.causes[0].cause == "shm-exhausted"
+    assert any("killed by signal: Bus error" in item.line and item.line_number == 1 for item in found.evidence)
+
+
 def test_a_word_wrap_ending_on_a_hard_wraps_first_piece_is_read_joined(tmp_path):
     # 73, 80, 80, 79: the two full lines make a sure hard wrap of the last three; the first joins the second.
     error = ("torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to "
