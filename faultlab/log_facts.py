@@ -136,7 +136,8 @@ class Facts:
     addresses: list = dataclasses.field(default_factory=list)
     errnos: set = dataclasses.field(default_factory=set)
     interfaces: list = dataclasses.field(default_factory=list)
-    collectives: dict = dataclasses.field(default_factory=dict)  # rank -> {(seq, op, numel)}
+    # rank -> {(seq, op): numel}; numel None where no line of that collective gave its size (one cut before it)
+    collectives: dict = dataclasses.field(default_factory=dict)
     fingerprints: list = dataclasses.field(default_factory=list)  # (rank, seq, op, shape)
     progress: dict = dataclasses.field(default_factory=dict)  # rank -> (last enqueued, last completed)
     script_epochs: dict = dataclasses.field(default_factory=dict)  # step -> {rank: epochs}, by the script's lines
@@ -174,7 +175,8 @@ class Facts:
         """How ranks that report where they are stuck differ ('' when they agree or say nothing)."""
         if len({(op, shape) for _, _, op, shape in self.fingerprints}) > 1:
             return "the ranks' collective fingerprints differ"
-        last = {rank: max(entries) for rank, entries in self.collectives.items() if rank is not None}
+        last = {rank: (*max(entries), entries[max(entries)]) for rank, entries in self.collectives.items()
+                if rank is not None}
         if len(last) > 1:
             if len({op for _, op, _ in last.values()}) > 1:
                 return "ranks wait in different collectives"
@@ -273,7 +275,9 @@ def _read_network(facts: Facts, line: str) -> None:
 
 def _read_collectives(facts: Facts, rank, line: str) -> None:
     for seq, op, numel in SEQUENCE.findall(line):
-        facts.collectives.setdefault(rank, set()).add((int(seq), op, int(numel) if numel else None))
+        sizes = facts.collectives.setdefault(rank, {})
+        if numel or (int(seq), op) not in sizes:
+            sizes[int(seq), op] = int(numel) if numel else None
     for named_rank, seq, op, shape in FINGERPRINT.findall(line):
         facts.fingerprints.append((int(named_rank), int(seq) if seq else None, op, shape))
     script_rank, epoch, step = SCRIPT_RANK.search(line), SCRIPT_EPOCH.search(line), SCRIPT_STEP.search(line)
@@ -422,7 +426,7 @@ def ranks_in_different_epochs(facts: Facts) -> bool:
 
 def ranks_behind(facts: Facts) -> list[int]:
     """Ranks whose last collective is older than the others' (they never reached the newest one)."""
-    last = {rank: max(seq for seq, _, _ in entries) for rank, entries in facts.collectives.items() if rank is not None}
+    last = {rank: max(seq for seq, _ in entries) for rank, entries in facts.collectives.items() if rank is not None}
     if len(set(last.values())) < 2:
         return []
     newest = max(last.values())

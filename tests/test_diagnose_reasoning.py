@@ -103,6 +103,17 @@ def test_ranks_stuck_in_different_collectives_are_a_mismatch(tmp_path):
     assert any("disagree" in reason for reason in found.reasons)
 
 
+def test_a_ranks_collective_cut_before_its_size_is_the_same_collective(tmp_path):
+    # One rank's watchdog line whole, then again cut before NumelIn (a paste's edge, a wrapped "what():").
+    line = ("[rank{r}]:[E ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn={n}, NumelOut={n}, Timeout(ms)=600000) ran for 600013 ms\n")
+    cut = "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE\n"
+    found = _diagnose(tmp_path, line.format(r=1, n=8) + cut + line.format(r=2, n=8))
+    assert found.causes[0].cause == "straggler-rank"
+    found = _diagnose(tmp_path, line.format(r=1, n=8) + cut + line.format(r=2, n=16))
+    assert found.causes[0].cause == "collective-mismatch"  # the sizes rank 1's cut line left out are 8, not 16
+
+
 def test_one_ambiguous_line_never_shows_certainty(tmp_path):
     for line in ("RuntimeError: CUDA error: invalid device ordinal", "Duplicate GPU detected : rank 1 and rank 0",
                  "RuntimeError: Address already in use", "NCCL WARN NET/IB : Got completion with error 12"):
