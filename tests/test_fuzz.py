@@ -2,7 +2,8 @@
 
 The scenario parser, the bundle reader, diagnose's log reader and the drill's answer
 parsing each get inputs built to break them: shipped files mutated at random places, raw
-bytes, control characters, markup, huge and non-finite numbers, wrong types everywhere.
+bytes, control characters, markup, huge and non-finite numbers, wrong types everywhere; and
+diagnose every real log of its dev set with the lines relabelled.
 Each input must end in a result or one BadInput line: never another exception (a
 traceback), and never a write. FAULTLAB_FUZZ_EXAMPLES sets how many inputs per reader
 (the default keeps the pure suite fast; the closing numbers were run with thousands).
@@ -202,6 +203,25 @@ def test_diagnose_reader_on_fuzzed_logs(tmp_path_factory, contents, names):
     assert "\x1b" not in result.output and "\x07" not in result.output and "\x9b" not in result.output
     assert diagnose.diagnose([logs]).files <= len(contents)  # the reader alone, as JSON output uses it
     assert not db.parent.exists(), "diagnose never creates the store"
+
+
+DEV_LOGS = sorted((ROOT / "tests" / "diagnose_devset" / "logs").glob("*.log"))
+# How a real log's lines may reach diagnose otherwise: all from one rank, labelled by turns, each
+# repeated with its copy cut short (a wrapped or truncated repeat). Facts that real lines carry
+# (sequence numbers, sizes, ranks) then meet in combinations no gathered paste showed.
+RELABELLINGS = {
+    "one rank": lambda lines: ["[rank0]:" + line for line in lines],
+    "ranks by turns": lambda lines: [f"[rank{index % 3}]:" + line for index, line in enumerate(lines)],
+    "each line again cut short": lambda lines: [piece for line in lines for piece in (line, line[:len(line) * 2 // 3])],
+}
+
+
+@pytest.mark.parametrize("relabelling", RELABELLINGS)
+def test_diagnose_reader_on_every_real_log_relabelled(tmp_path, relabelling):
+    log = tmp_path / "relabelled.log"
+    for path in DEV_LOGS:
+        log.write_text("\n".join(RELABELLINGS[relabelling](path.read_text(errors="replace").split("\n"))))
+        assert diagnose.diagnose([log]).exit_code in (0, 1), path.name
 
 
 @FUZZ
