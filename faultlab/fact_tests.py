@@ -68,6 +68,13 @@ def _nothing_failed(present: set) -> bool:
     return all(SIGNATURES_BY_ID[i].effect == "context" for i in left)
 
 
+def _only_the_teardown(present: set) -> bool:
+    """The launcher tore its workers down, no rank's failure is in the log (cut before it, or never printed),
+    and nothing from outside stopped the launcher: a worker had died first."""
+    said = {i for i in present if SIGNATURES_BY_ID[i].effect != "context"}
+    return "worker-torn-down" in said and said <= {"worker-torn-down", "child-failed"}
+
+
 def _culprit_sign(present: set) -> bool:
     """Some line is a failure of its own (not a rank waiting, nor context)."""
     return any(SIGNATURES_BY_ID[i].role == "culprit" for i in present)
@@ -241,6 +248,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not _culprit_sign(s),
     "another failure came first": lambda f, s: _culprit_sign(s),
     "nothing failed before the job was stopped from outside": lambda f, s: _nothing_failed(s),
+    "the launcher tore its workers down and no line says why": lambda f, s: _only_the_teardown(s),
+    "nothing failed but the launcher of several processes": lambda f, s: _nothing_failed(s) and not f.one_process_launch,
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
         "nccl-connect-failed" in s and f.nccl_init_complete),

@@ -85,6 +85,16 @@ CONTEXT: tuple[Signature, ...] = (
       "neutral", "accelerate launched one process (its simple launcher, in the launcher's traceback): whatever "
       "killed it, no rank of a distributed job died.", (), literals=("in simple_launcher",), effect="context",
       keep=1),
+    # Backslashed paths: Windows, where torch >= 2.4 builds lack libuv, the default store backend torchrun's
+    # agent creates before any worker starts.
+    S("ctx-windows-launcher-frame", "A frame of torchrun's (or accelerate's) own launch code, on Windows",
+      r'File "[^"]*\\(?:torch\\distributed\\(?:run|launcher\\api)\.py|torchrun\.exe\\__main__\.py'
+      r'|accelerate\\commands\\launch\.py)", line \d+, in ', "neutral",
+      "The launcher's own traceback on Windows: when it is the only failure, the launcher failed before its "
+      "workers ran, as creating its store does where torch was built without libuv.", (),
+      literals=("\\torch\\distributed\\run.py", "\\torch\\distributed\\launcher\\api.py", "\\torchrun.exe\\",
+                "\\accelerate\\commands\\launch.py"),
+      effect="context", keep=1),
     S("ctx-rank-announced", "A process announces its global rank and the size of the world",
       r"GLOBAL_RANK: \d+, MEMBER: \d+/\d+", "neutral",
       "Lightning's processes each say which member of the world they are: the ranks that never said so never "

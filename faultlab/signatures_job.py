@@ -1,7 +1,7 @@
 """The signatures of the job's own setup, its devices and its processes.
 
-What a signature is, and the network half of the catalog: signatures.py; py-spy's stacks and the
-context lines that only carry facts: signatures_context.py.
+What a signature is, and the ports and addresses: signatures.py; NCCL's and gloo's transports:
+signatures_transport.py; py-spy's stacks and the context lines that only carry facts: signatures_context.py.
 """
 
 from __future__ import annotations

@@ -470,6 +470,43 @@ def test_a_job_stopped_from_outside_with_no_error_before_it_had_hung(tmp_path):
     assert any("stopped from outside: the job hung" in reason for reason in found.reasons)
 
 
+TORN_DOWN = "".join(f"W0720 21:25:13.524000 140546 torch/distributed/elastic/multiprocessing/api.py:858] Sending process "
+                    f"{pid} closing signal SIGTERM\n" for pid in (20360, 20361, 20363))
+
+
+def test_a_teardown_whose_cause_the_log_lost_is_a_rank_that_died(tmp_path):
+    """torchrun signalled all workers but one and the paste ends before that one's error: a worker died first."""
+    found = _diagnose(tmp_path, TORN_DOWN + "Root Cause (first o\n")
+    assert found.answers()[:2] == ("rank-crash", diagnose.NOT_IN_CATALOG)
+    assert any("no line says why" in reason for reason in found.reasons)
+    # stopped from outside, it is a hang, not a death; with the worker's error, that error decides
+    assert "rank-crash" not in _diagnose(tmp_path, STOPPED + TORN_DOWN).answers()
+    killed = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 2 (pid: 20362)\n"
+    assert _diagnose(tmp_path, TORN_DOWN + killed).answers()[0] == "shm-exhausted"
+
+
+WINDOWS_LAUNCHER = (
+    'W1021 19:21:30.531000 10520 torch\\distributed\\elastic\\multiprocessing\\redirects.py:28] NOTE: Redirects are '
+    'currently not supported in Windows or MacOs.\n'
+    'Traceback (most recent call last):\n'
+    '  File "C:\\Users\\user\\env\\lib\\site-packages\\torch\\distributed\\run.py", line 892, in run\n'
+    '    elastic_launch(\n'
+    '  File "C:\\Users\\user\\env\\lib\\site-packages\\torch\\distributed\\launcher\\api.py", line 138, in __call__\n'
+    '    return launch_agent(self._config,\n')
+
+
+def test_torchruns_own_trace_on_windows_cut_before_its_error_is_the_store_backend(tmp_path):
+    """Windows builds of torch >= 2.4 lack libuv, which torchrun's store asks for before any worker starts."""
+    found = _diagnose(tmp_path, WINDOWS_LAUNCHER)
+    assert found.answers()[:2] == ("store-backend-unavailable", diagnose.NOT_IN_CATALOG)
+    # A worker's own failure decides instead; on Linux the same frames say nothing.
+    worker = "RuntimeError: Distributed package doesn't have NCCL built in\n"
+    assert _diagnose(tmp_path, WINDOWS_LAUNCHER + worker).answers()[0] == "nccl-without-gpu"
+    assert _diagnose(tmp_path, WINDOWS_LAUNCHER.replace("\\", "/")).answers() == (diagnose.NOT_IN_CATALOG,)
+    one_process = '  File "C:\\env\\lib\\site-packages\\accelerate\\commands\\launch.py", line 637, in simple_launcher\n'
+    assert _diagnose(tmp_path, WINDOWS_LAUNCHER + one_process).answers() == (diagnose.NOT_IN_CATALOG,)
+
+
 def test_a_job_stopped_after_an_error_of_its_own_is_read_by_that_error(tmp_path):
     (tmp_path / "node0.launcher.log").write_text(STOPPED)
     (tmp_path / "rank1.log").write_text("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")

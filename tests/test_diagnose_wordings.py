@@ -608,6 +608,24 @@ CASES = [  # (the answer expected first, another that must be among the first th
      '[rank6]:     torch.cuda.set_device(self.device)\n'
      '[rank6]:   File "/workspace/pypacks/torch/cuda/__init__.py", line 399, in set_device\n'
      '[rank6]:     torch._\n'),
+    # The libuv store's listen failure cut before the code's name: EADDRINUSE on Linux and on Windows.
+    ('port-in-use', 'shared-master-port',
+     'torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. '
+     'port: 35191, useIpv6: false, code: -98\n'),
+    ('port-in-use', 'shared-master-port',
+     'RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: '
+     'false, code: -4091\n'),
+    # torch 1.x's connect timeout, quoted without its period.
+    ('firewall', 'wrong-master-addr', 'RuntimeError: connect() timed out\n'),
+    # The watchdog's timeout as people quote it: without "Watchdog caught", its duration on a line of its own.
+    ('straggler-rank', 'collective-mismatch', 'WorkNCCL(... OpType=ALLREDUCE, NumelIn=1 ...) ran for 600058 ms\n'),
+    ('straggler-rank', 'collective-mismatch',
+     'WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000)\n'
+     '  ran for 721595 milliseconds before timing out\n'),
+    # NCCL's return codes traced through its bootstrap, the warning that named the call not kept.
+    ('wrong-socket-interface', 'firewall',
+     'node1:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n'
+     'node1:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n'),
     # The same in CuPy's Device.use (NCCL code built on CuPy picks its GPU there).
     ('too-few-gpus', 'rank-as-device-id',
      '  File "/home/user/train/comm/nccl_backend.py", line 31, in __init__\n'
