@@ -180,7 +180,7 @@ JOB: tuple[Signature, ...] = (
       r"Not using the DeepSpeed or dist launchers|No module named '?mpi4py'?", "culprit",
       "deepspeed.init_distributed looks for MPI when RANK, WORLD_SIZE, MASTER_ADDR ... are missing: the "
       "script was started with plain python instead of deepspeed or torchrun (mpi4py is then what fails).",
-      literals=("Not using the DeepSpeed or dist launchers", "No module named 'mpi4py'", "No module named mpi4py"),
+      literals=("Not using the DeepSpeed or dist launchers", "mpi4py"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.7),
     S("collective-mismatch-detail", "Ranks called different collectives (DETAIL or NCCL's check)",
       r"Detected mismatch between collectives on ranks|Mismatch between collective|Mismatched collective detected"

@@ -91,8 +91,9 @@ TRANSPORT: tuple[Signature, ...] = (
       r"|Application timeout caused pair closure|WorkNCCL\(.{0,400}?\) timed out in blocking wait"
       r"|Timeout at NCCL work: \d+|Received a (?:dump signal due to a collective timeout|global timeout) from"
       r"|Work ran time out after \d+ milliseconds"
-      # the watchdog's line as people quote it: its WorkNCCL(...) and duration without "Watchdog caught"
-      r"|WorkNCCL\(.{0,400}?\) ran for \d+|\bran for \d+ milliseconds before timing out",
+      # the watchdog's line as people quote it: its WorkNCCL(...) and duration without "Watchdog caught", or
+      # its duration broken onto a line of its own (not a wrap's last piece, which the line joined reads)
+      r"|WorkNCCL\(.{0,400}?\) ran for \d+|^\s*ran for \d+ milliseconds before timing out",
       "victim", "This rank waited in a collective for a peer that never joined it.",
       literals=("Timed out waiting", "Watchdog caught collective", "communicator was aborted", "WorkNCCL::checkTimeout",
                 "Read timeout [", "Write timeout [", "Application timeout caused pair closure",
