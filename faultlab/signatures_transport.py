@@ -12,11 +12,13 @@ S = Signature
 TRANSPORT: tuple[Signature, ...] = (
     S("nccl-connect-failed", "NCCL could not connect to a peer",
       r"NCCL WARN .{0,80}?Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
-      r"|socketStartConnect: exceeded retries|socketPollConnect: [Cc]onnect to \S+ returned",
+      # NCCL >= 2.27 names its socket calls ncclOsSocket*; its retries spent, it says how many it made
+      r"|socketStartConnect: exceeded retries|[Ss]ocketPollConnect: [Cc]onnect to \S+|exceeded error retry count",
       "culprit",
       "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
       "(docker0, a veth, a second NIC) was chosen, or a firewall drops NCCL's ports.",
-      literals=("Connect to ", "Call to connect", "socketStartConnect: exceeded retries", "socketPollConnect: connect to "),
+      literals=("Connect to ", "Call to connect", "socketStartConnect: exceeded retries", "ocketPollConnect: connect to ",
+                "exceeded error retry count"),
       suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),
       family="connect-failed", specificity=0.75),
     S("nccl-remote-error", "NCCL lost a peer",

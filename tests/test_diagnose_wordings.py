@@ -627,6 +627,11 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('straggler-rank', 'collective-mismatch',
      'WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000)\n'
      '  ran for 721595 milliseconds before timing out\n'),
+    # NCCL >= 2.27's socket calls (ncclOsSocket*), its retries spent: NCCL's own connection, not the store's.
+    ('wrong-socket-interface', 'firewall',
+     'torch.distributed.DistBackendError: NCCL error ...\n'
+     'ncclOsSocketPollConnect: connect to <self> ... Connection refused,\n'
+     'exceeded error retry count after 35 attempts\n'),
     # NCCL's return codes traced through its bootstrap, the warning that named the call not kept.
     ('wrong-socket-interface', 'firewall',
      'node1:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n'
