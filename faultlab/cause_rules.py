@@ -202,12 +202,17 @@ RULES: tuple[Rule, ...] = (
          why="no rank reported an error before the launcher was stopped from outside: the job hung. Hangs without "
              "an error are most often ranks that cannot reach each other (a firewall dropping the data ports, the "
              "wrong interface) or a rank that is late or stuck; the Flight Recorder tells which"),
-    Rule("worker-torn-down", "the launcher tore its workers down and no line says why", ("rank-crash",), 0.55,
-         why="the launcher tore its workers down, and no line says why: it does so when one of them has died (the "
-             "one it did not signal), and that worker's error is not in the log"),
-    Rule("ctx-windows-launcher-frame", "nothing failed but the launcher of several processes", ("store-backend-unavailable", "port-in-use"),
-         0.55, why="the launcher's own traceback on Windows, and no worker failed: it failed before starting them, "
-                   "where it creates its store, which torch >= 2.4 builds for Windows cannot run on libuv"),
+    Rule("worker-torn-down", "the launcher tore down all workers but one and no line says why", ("rank-crash",), 0.55,
+         why="the launcher tore down all its workers but one, and no line says why: it spares the one that has "
+             "died, whose error is not in the log"),
+    Rule("ctx-windows-launcher-frame", "the launcher's own traceback is the only failure",
+         ("store-backend-unavailable", "port-in-use"), 0.55,
+         why="the launcher's own traceback on Windows, and no worker started or failed: it failed before starting "
+             "them, where it creates its store, which torch >= 2.4 builds for Windows cannot run on libuv"),
+    # NCCL < 2.12 returns a system error where a peer closes its socket: after Init COMPLETE, a lost peer's echo.
+    Rule("nccl-bootstrap-failed", "NCCL finished a communicator", (),
+         why="NCCL's bootstrap error came after a communicator was complete: the ranks had connected, so it is "
+             "the echo of a peer lost later, not a bootstrap that failed"),
     Rule("stack-in-collective", "stacks wait in different collectives", ("collective-mismatch", "straggler-rank"), 0.85,
          why="py-spy's stacks wait in different collectives (one rank in one call, the others in another): the ranks "
              "took different paths, and each waits for a call the others never make"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 from typing import Callable
 
+from .log_exits import STOPPED_EXITS
 from .log_facts import Facts, analyzer_odd_rank, ranks_in_different_epochs, stamp_of
 from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
@@ -68,11 +69,24 @@ def _nothing_failed(present: set) -> bool:
     return all(SIGNATURES_BY_ID[i].effect == "context" for i in left)
 
 
-def _only_the_teardown(present: set) -> bool:
-    """The launcher tore its workers down, no rank's failure is in the log (cut before it, or never printed),
-    and nothing from outside stopped the launcher: a worker had died first."""
+def _only_the_teardown(facts: Facts, present: set) -> bool:
+    """The launcher tore its workers down sparing one (the pid it did not signal), no rank's failure is in
+    the log (cut before it, or never printed), and nothing says the job was stopped or restarted on purpose:
+    no signal to the launcher, no worker ended by one from outside, no restart of the worker group."""
     said = {i for i in present if SIGNATURES_BY_ID[i].effect != "context"}
-    return "worker-torn-down" in said and said <= {"worker-torn-down", "child-failed"}
+    exits = facts.exits
+    return ("worker-torn-down" in said and said <= {"worker-torn-down", "child-failed"}
+            and exits.untouched_pid() is not None and not exits.launcher_signals and not facts.workers_restarted
+            and not any(code in STOPPED_EXITS for code, *_ in exits.failed_workers))
+
+
+def _launcher_failed_alone(facts: Facts, present: set) -> bool:
+    """Only context lines, and none says a worker started, ended or was restarted, or the launcher was
+    stopped: the launcher's own traceback is all there is of the failure. Not accelerate's launcher of one
+    process, which runs the script itself."""
+    started = {"ctx-worker-exit", "ctx-workers-restarted", "ctx-rank-announced"}
+    return (_nothing_failed(present) and not (started | {"launcher-signalled"}) & present
+            and not facts.exits.failed_workers and not facts.one_process_launch)
 
 
 def _culprit_sign(present: set) -> bool:
@@ -248,8 +262,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the rank its peers lost wrote output and no error": lambda f, s: bool(f.quiet_ranks) and not _culprit_sign(s),
     "another failure came first": lambda f, s: _culprit_sign(s),
     "nothing failed before the job was stopped from outside": lambda f, s: _nothing_failed(s),
-    "the launcher tore its workers down and no line says why": lambda f, s: _only_the_teardown(s),
-    "nothing failed but the launcher of several processes": lambda f, s: _nothing_failed(s) and not f.one_process_launch,
+    "the launcher tore down all workers but one and no line says why": _only_the_teardown,
+    "the launcher's own traceback is the only failure": _launcher_failed_alone,
+    "NCCL finished a communicator": lambda f, s: f.nccl_init_complete,
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
         "nccl-connect-failed" in s and f.nccl_init_complete),

@@ -175,8 +175,8 @@ class Facts:
         """How ranks that report where they are stuck differ ('' when they agree or say nothing)."""
         if len({(op, shape) for _, _, op, shape in self.fingerprints}) > 1:
             return "the ranks' collective fingerprints differ"
-        last = {rank: (*max(entries), entries[max(entries)]) for rank, entries in self.collectives.items()
-                if rank is not None}
+        newest = {rank: max(entries) for rank, entries in self.collectives.items() if rank is not None}
+        last = {rank: (seq, op, self.collectives[rank][seq, op]) for rank, (seq, op) in newest.items()}
         if len(last) > 1:
             if len({op for _, op, _ in last.values()}) > 1:
                 return "ranks wait in different collectives"

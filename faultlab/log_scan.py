@@ -282,6 +282,7 @@ class _BlockState:
         is not matched again. A block that repeats a few lines over and over is read as those
         few lines. Line numbers are counted only for lines that are kept."""
         if self.may_be_paste:
+            block = pasted.dedented(block)
             self._scan_wrapped(block)
         want_errors = len(self.errors) < ERROR_LINES_KEPT
         finder = _finder(want_errors)

@@ -7,7 +7,7 @@ often passed through a web page, a terminal or a log collector first:
   (`spellings`), and the lines it finds are read as the machine wrote them (`as_written`);
 - prefixes that collectors put before every line (timestamps and levels, pdsh/DeepSpeed host
   labels, srun and mpirun labels, `name | ` of docker compose and kubectl, Ray's
-  `(Actor pid=N, ip=A)`, markdown quotes):
+  `(Actor pid=N, ip=A)`, torchrun's `--tee` label `[default0]:`, markdown quotes):
   signatures that anchor at the start of a line are matched against the line without them
   (`body`), while the line shown stays whole (srun's and mpirun's also name the task that printed
   the line: line_ranks.task_label);
@@ -19,8 +19,9 @@ often passed through a web page, a terminal or a log collector first:
   line of exactly the widest length is continued by the next one (`wrapped_lines`; a prefix that
   quoting or labelling put on every piece is taken off the continuations), and a signature
   broken by a wrap is matched across it; lines word-wrapped by an editor or a mail (broken at
-  spaces, so of different lengths) are read joined too, as a guess; the indentation every line
-  shares (a markdown code block's) is read past.
+  spaces, so of different lengths) are read joined too, as a guess;
+- in such a file, the indentation all its lines share (a markdown code block's) is taken off
+  (`dedented`).
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ _TRANSPORT_PREFIX = re.compile(
     r"|(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*|\d+):[ ]"  # pdsh/DeepSpeed host, srun label
     r"|\[\d+,\d+\]<std(?:out|err)>:[ ]?"  # mpirun --tag-output
     r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)[ ]|\(raylet(?:, ip=[\w.:]+)?\)[ ]"  # Ray's actors and raylet
-    r"|\[(?:default)?rank\d+\]:[ ]?)")  # torch's own
+    r"|\[(?:default)?rank\d+\]:[ ]?|\[default\d+\]:)")  # torch's own, and torchrun's --tee (role, local rank)
 _PREFIXES_AT_MOST = 4
 # Prefixes are short: they are looked for only this far into a line, which also bounds the
 # patterns' backtracking on a huge line (a megabyte of "a1a1..." would otherwise take hours).
@@ -234,7 +235,6 @@ def wrapped_lines(lines: list[str], word_breaks: set[int] = frozenset()) -> list
     breaks at spaces, leaving lines of different lengths (and sometimes several of one): every join
     is also read with a space at each break, as a guess; word wraps are looked for only across the
     ends of the lines in `word_breaks` (where a signature's words run on into the next line)."""
-    lines = _dedented(lines)
     lengths = [len(line) for line in lines]
     text = "".join(lines)
     if any(mark in text for mark in _PAGE_MARK_CHARACTERS):  # a page escapes what the terminal had wrapped
@@ -262,12 +262,17 @@ def wrapped_lines(lines: list[str], word_breaks: set[int] = frozenset()) -> list
     return sorted(wrapped, key=lambda line: line.first)
 
 
-def _dedented(lines: list[str]) -> list[str]:
-    """The lines without the indentation all of them share: a paste indented as a code block (markdown's
-    four spaces) would otherwise have every line begin as an indented traceback frame does, a line of its own."""
-    indents = {line[:len(line) - len(line.lstrip(" \t"))] for line in lines if line.strip()}
-    shared = len(os.path.commonprefix(list(indents))) if indents else 0
-    return [line[shared:] for line in lines] if shared else lines
+def dedented(block: bytes) -> bytes:
+    """A paste without the indentation all its lines share (a markdown code block's four spaces): read so,
+    its lines begin as the machine wrote them, not each like an indented traceback frame. A paste of
+    frames and their source lines alone (a traceback's cut middle) is indented as Python wrote it, and kept."""
+    lines = block.split(b"\n")
+    indented = [(len(line) - len(line.lstrip(b" \t")), line) for line in lines if line.strip()]
+    shared = len(os.path.commonprefix([line[:depth] for depth, line in indented])) if indented else 0
+    outermost = [line[shared:] for depth, line in indented if depth == shared]
+    if not shared or len(indented) < 2 or all(line.startswith(b'File "') for line in outermost):
+        return block
+    return b"\n".join(line[shared:] for line in lines)
 
 
 def _word_wrapped_runs(lines: list[str], lengths: list[int], taken: set[int]) -> list[tuple[int, int]]:

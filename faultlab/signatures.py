@@ -65,12 +65,10 @@ NETWORK: tuple[Signature, ...] = (
       literals=("another process is utilizing it", "is already in use"), suggests=("port-in-use",),
       family="port-taken", specificity=0.9),
     S("store-create-cut", "A traceback that ends where the store is created",
-      # or at init_process_group's call of the rendezvous that creates it (torch < 2.0)
-      r"^(?:\[rank\d+\]: )?\s+(?:(?:store = |return )?TCPStore\(|store, rank, world_size = next\(rendezvous_iterator\))",
-      "culprit",
+      r"^(?:\[rank\d+\]: )?\s+(?:store = |return )?TCPStore\(", "culprit",
       "The trace was cut before its message, at the line that creates the TCPStore: the store's port was "
       "taken on the host, or the others could not reach it. Weak, so any primary sign outranks it.",
-      literals=("TCPStore(", "next(rendezvous_iterator)"), suggests=("port-in-use", "wrong-master-port", "wrong-master-addr"),
+      literals=("TCPStore(",), suggests=("port-in-use", "wrong-master-port", "wrong-master-addr"),
       family="store-create", effect="side", specificity=0.4),
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
       r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b"

@@ -77,8 +77,9 @@ CONTEXT: tuple[Signature, ...] = (
                 "num_local_procs="),
       effect="context"),
     S("ctx-workers-restarted", "torchrun restarted its workers",
-      r"attempts left; will restart worker group", "neutral",
-      "The elastic agent started its workers again after a failure: each announces its rank once more.", (),
+      r"(?:attempts left|new nodes from group_rank=\d+); will restart worker group", "neutral",
+      "The elastic agent started its workers again (after a failure, or as nodes joined): each announces its rank "
+      "once more.", (),
       literals=("will restart worker group",), effect="context", keep=1),
     # Its own signature: a log full of topology lines would leave it past ctx-topology's lines kept.
     S("ctx-one-process-launcher", "accelerate's launcher of a job of one process", r", in simple_launcher\b",

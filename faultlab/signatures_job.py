@@ -401,12 +401,13 @@ JOB: tuple[Signature, ...] = (
     S("launcher-signalled", "The launcher was stopped from outside",
       r"Received (?:Signals\.)?(?:SIG[A-Z]+|\d+) death signal, shutting down workers"
       r"|SignalException: Process \d+ got signal: \d+|Main process received SIG(?:TERM|INT), exiting"
-      r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT ", "neutral",
+      r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT "
+      r"|^KeyboardInterrupt\s*$", "neutral",  # Python's own last line where Ctrl-C reached it
       "torchrun's agent (or DeepSpeed's launcher, or SLURM's step) got a signal and shut its workers down: a "
       "scheduler's time limit, a preemption, Ctrl-C, a deadline. With no error before it, the job had hung. "
       "Read by diagnose only: in faultlab's own runs the signal is faultlab's deadline.", (),
       literals=("death signal, shutting down workers", "SignalException: Process", "Main process received SIG",
-                "CANCELLED AT "),
+                "CANCELLED AT ", "KeyboardInterrupt"),
       family="teardown", effect="side"),
     S("worker-torn-down", "Launcher tore workers down after a failure",
       r"(?:Sending|Terminating|Closing) process \d+ (?:closing|via) signal SIGTERM|(?:^|\] )Killing subprocess \d+",

@@ -112,6 +112,8 @@ def test_a_ranks_collective_cut_before_its_size_is_the_same_collective(tmp_path)
     assert found.causes[0].cause == "straggler-rank"
     found = _diagnose(tmp_path, line.format(r=1, n=8) + cut + line.format(r=2, n=16))
     assert found.causes[0].cause == "collective-mismatch"  # the sizes rank 1's cut line left out are 8, not 16
+    found = _diagnose(tmp_path, cut + line.format(r=1, n=8) + line.format(r=2, n=16))  # the cut line first
+    assert found.causes[0].cause == "collective-mismatch"
 
 
 def test_one_ambiguous_line_never_shows_certainty(tmp_path):
@@ -472,17 +474,37 @@ def test_a_job_stopped_from_outside_with_no_error_before_it_had_hung(tmp_path):
 
 TORN_DOWN = "".join(f"W0720 21:25:13.524000 140546 torch/distributed/elastic/multiprocessing/api.py:858] Sending process "
                     f"{pid} closing signal SIGTERM\n" for pid in (20360, 20361, 20363))
+ROOT_CAUSE = "training FAILED\nRoot Cause (first observed failure):\n"
+TEARDOWN_READING = next(rule.why for rule in cause_rules.RULES if rule.signature == "worker-torn-down")
 
 
 def test_a_teardown_whose_cause_the_log_lost_is_a_rank_that_died(tmp_path):
-    """torchrun signalled all workers but one and the paste ends before that one's error: a worker died first."""
-    found = _diagnose(tmp_path, TORN_DOWN + "Root Cause (first o\n")
+    """torchrun signalled all workers but one (pid 20362) and the paste ends before that one's error: it died."""
+    found = _diagnose(tmp_path, TORN_DOWN + ROOT_CAUSE)
     assert found.answers()[:2] == ("rank-crash", diagnose.NOT_IN_CATALOG)
-    assert any("no line says why" in reason for reason in found.reasons)
-    # stopped from outside, it is a hang, not a death; with the worker's error, that error decides
-    assert "rank-crash" not in _diagnose(tmp_path, STOPPED + TORN_DOWN).answers()
-    killed = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 2 (pid: 20362)\n"
-    assert _diagnose(tmp_path, TORN_DOWN + killed).answers()[0] == "shm-exhausted"
+    assert TEARDOWN_READING in found.reasons
+
+
+@pytest.mark.parametrize("why", [
+    STOPPED,  # the launcher was stopped from outside: a hang, not a death
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 2 (pid: 20362)\n",
+    "[W api.py:699] [default] Detected 1 new nodes from group_rank=0; will restart worker group\n",
+    "[default1]:KeyError: 'input_ids'\n",  # the worker's own error, behind torchrun's --tee label
+])
+def test_a_teardown_with_its_reason_in_the_log_is_read_by_that_reason(tmp_path, why):
+    found = _diagnose(tmp_path, TORN_DOWN + why + ROOT_CAUSE)
+    assert TEARDOWN_READING not in found.reasons, found.answers()
+
+
+def test_a_teardown_of_every_worker_spares_none_that_died(tmp_path):
+    every = TORN_DOWN.replace("20363", "20362")  # 20360-20362: no worker spared (DeepSpeed, a restart)
+    assert _diagnose(tmp_path, every + ROOT_CAUSE).answers() == (diagnose.NOT_IN_CATALOG,)
+
+
+def test_a_teardown_in_a_markdown_code_block_reads_the_workers_error(tmp_path):
+    block = "".join(f"    {line}\n" for line in (TORN_DOWN + "KeyError: 'input_ids'\n").splitlines())
+    found = _diagnose(tmp_path, block)
+    assert TEARDOWN_READING not in found.reasons, found.answers()
 
 
 WINDOWS_LAUNCHER = (
@@ -495,16 +517,45 @@ WINDOWS_LAUNCHER = (
     '    return launch_agent(self._config,\n')
 
 
-def test_torchruns_own_trace_on_windows_cut_before_its_error_is_the_store_backend(tmp_path):
+@pytest.mark.parametrize("frame", [
+    "",
+    '  File "F:\\envs\\lf\\Scripts\\torchrun.exe\\__main__.py", line 7, in <module>\n',
+    '  File "E:\\env\\lib\\site-packages\\accelerate\\commands\\launch.py", line 734, in multi_gpu_launcher\n',
+])
+def test_torchruns_own_trace_on_windows_cut_before_its_error_is_the_store_backend(tmp_path, frame):
     """Windows builds of torch >= 2.4 lack libuv, which torchrun's store asks for before any worker starts."""
-    found = _diagnose(tmp_path, WINDOWS_LAUNCHER)
+    text = WINDOWS_LAUNCHER if not frame else "Traceback (most recent call last):\n" + frame
+    found = _diagnose(tmp_path, text)
     assert found.answers()[:2] == ("store-backend-unavailable", diagnose.NOT_IN_CATALOG)
-    # A worker's own failure decides instead; on Linux the same frames say nothing.
-    worker = "RuntimeError: Distributed package doesn't have NCCL built in\n"
-    assert _diagnose(tmp_path, WINDOWS_LAUNCHER + worker).answers()[0] == "nccl-without-gpu"
+
+
+@pytest.mark.parametrize("after", [
+    "RuntimeError: Distributed package doesn't have NCCL built in\n",  # a worker's own failure decides
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 9412) of binary: "
+    "C:\\env\\python.exe\n",  # a worker started and failed
+    "W1021 19:22:01.1 10520 torch\\distributed\\elastic\\agent\\server\\api.py:704] Received Signals.SIGINT death "
+    "signal, shutting down workers\n",  # stopped from outside
+    "KeyboardInterrupt\n",
+    '  File "C:\\env\\lib\\site-packages\\accelerate\\commands\\launch.py", line 637, in simple_launcher\n',  # one process
+])
+def test_torchruns_own_trace_on_windows_with_more_said_is_read_by_that(tmp_path, after):
+    found = _diagnose(tmp_path, WINDOWS_LAUNCHER + after)
+    assert "store-backend-unavailable" not in found.answers()[:1], found.answers()
+
+
+def test_the_same_launcher_trace_off_windows_says_nothing(tmp_path):
     assert _diagnose(tmp_path, WINDOWS_LAUNCHER.replace("\\", "/")).answers() == (diagnose.NOT_IN_CATALOG,)
-    one_process = '  File "C:\\env\\lib\\site-packages\\accelerate\\commands\\launch.py", line 637, in simple_launcher\n'
-    assert _diagnose(tmp_path, WINDOWS_LAUNCHER + one_process).answers() == (diagnose.NOT_IN_CATALOG,)
+
+
+def test_a_bootstrap_error_after_the_communicator_was_complete_is_a_lost_peer(tmp_path):
+    """NCCL < 2.12 returns a system error through its bootstrap when a peer closes its socket mid-job."""
+    trace = ("node1:2330:2658 [2] NCCL INFO misc/socket.cc:538 -> 2\n"
+             "node1:2330:2658 [2] NCCL INFO bootstrap.cc:401 -> 2\n")
+    assert _diagnose(tmp_path, trace).answers()[0] == "wrong-socket-interface"
+    complete = "node1:2330:2330 [2] NCCL INFO comm 0x55d0 rank 2 nranks 4 cudaDev 2 busId 3b000 - Init COMPLETE\n"
+    found = _diagnose(tmp_path, complete + trace)
+    assert found.answers() == (diagnose.NOT_IN_CATALOG,)
+    assert any("echo of a peer lost later" in reason for reason in found.reasons)
 
 
 def test_a_job_stopped_after_an_error_of_its_own_is_read_by_that_error(tmp_path):

@@ -200,11 +200,6 @@ CASES = [  # (the answer expected first, another that must be among the first th
     (N, 'port-in-use',
      '  File "/usr/lib/python3.8/site-packages/torch/distributed/rendezvous.py", line 133, in _tcp_rendezvous_handler\n'
      '    store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n'),
-    (N, 'port-in-use',  # cut one frame earlier, in init_process_group (torch < 2.0)
-     '  File "/usr/local/lib/python3.7/dist-packages/torch/distributed/distributed_c10d.py", line 595, in '
-     'init_process_group\n'
-     '    store, rank, world_size = next(rendezvous_iterator)\n'
-     '  File "/usr/local/lib/pyt\n'),
     ('straggler-rank', 'world-size-mismatch',
      'RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: '
      'store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)\n'),
@@ -620,6 +615,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('port-in-use', 'shared-master-port',
      'RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: '
      'false, code: -4091\n'),
+    ('port-in-use', 'shared-master-port',  # macOS
+     'torch.distributed.DistNetworkError: The server socket has failed to bind. port: 29500, useIpv6: 0, code: -48\n'),
     # torch 1.x's connect timeout, quoted without its period.
     ('firewall', 'wrong-master-addr', 'RuntimeError: connect() timed out\n'),
     # The watchdog's timeout as people quote it: without "Watchdog caught", its duration on a line of its own.
