@@ -101,7 +101,8 @@ TRANSPORT: tuple[Signature, ...] = (
                 "Read timeout [", "Write timeout [", "Application timeout caused pair closure",
                 "Timeout at NCCL work", "Received a dump signal", "timed out in blocking wait",
                 "Received a global timeout", "Caught collective operation timeout", "Work ran time out after",
-                ") ran for ", "before timing out"),
+                # one literal for both quoted forms: each literal a watchdog line holds costs a flood of them a hit
+                "ran for "),
       suggests=("straggler-rank", "collective-mismatch", "link-down"), family="collective-stall", effect="side",
       specificity=0.6),
     S("hccl-collective-timeout", "HCCL (Ascend NPUs) timed out waiting for a remote rank",
