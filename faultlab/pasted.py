@@ -266,6 +266,8 @@ def dedented(block: bytes) -> bytes:
     """A paste without the indentation all its lines share (a markdown code block's four spaces): read so,
     its lines begin as the machine wrote them, not each like an indented traceback frame. A paste of
     frames and their source lines alone (a traceback's cut middle) is indented as Python wrote it, and kept."""
+    if block.lstrip(b"\r\n")[:1] not in (b" ", b"\t"):
+        return block  # its first line is not indented: nothing is shared (the common case, read at no cost)
     lines = block.split(b"\n")
     indented = [(len(line) - len(line.lstrip(b" \t")), line) for line in lines if line.strip()]
     shared = len(os.path.commonprefix([line[:depth] for depth, line in indented])) if indented else 0
