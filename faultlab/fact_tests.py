@@ -75,8 +75,9 @@ def _only_the_teardown(facts: Facts, present: set) -> bool:
     no signal to the launcher, no worker ended by one from outside, no restart of the worker group."""
     said = {i for i in present if SIGNATURES_BY_ID[i].effect != "context"}
     exits = facts.exits
+    # a signal to the launcher has a line of its own (launcher-signalled), which `said` would hold
     return ("worker-torn-down" in said and said <= {"worker-torn-down", "child-failed"}
-            and exits.untouched_pid() is not None and not exits.launcher_signals and not facts.workers_restarted
+            and exits.untouched_pid() is not None and not facts.workers_restarted
             and not any(code in STOPPED_EXITS for code, *_ in exits.failed_workers))
 
 
@@ -85,8 +86,8 @@ def _launcher_failed_alone(facts: Facts, present: set) -> bool:
     stopped: the launcher's own traceback is all there is of the failure. Not accelerate's launcher of one
     process, which runs the script itself."""
     started = {"ctx-worker-exit", "ctx-workers-restarted", "ctx-rank-announced"}
-    return (_nothing_failed(present) and not (started | {"launcher-signalled"}) & present
-            and not facts.exits.failed_workers and not facts.one_process_launch)
+    return (all(SIGNATURES_BY_ID[i].effect == "context" for i in present) and not started & present
+            and not facts.one_process_launch)
 
 
 def _culprit_sign(present: set) -> bool:
