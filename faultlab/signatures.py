@@ -185,12 +185,14 @@ NETWORK: tuple[Signature, ...] = (
       literals=("RendezvousTimeoutError",), suggests=("wrong-master-addr", "firewall", "world-size-mismatch"),
       family="waiting", specificity=0.6),
     S("store-wait-timeout", "Store wait timed out for keys other ranks never wrote",
-      r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: (?:Socket Timeout|Timeout waiting for key)"
+      r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: Socket Timeout"
+      # a FileStore's get, bare or quoted by NCCL's bootstrap after "got error: "
+      r"|Timeout waiting for key: \S+ after \d+ ?ms|got error: Timeout waiting for key"
       r"|waitForInput: socket .{0,300}? timed out after \d+ms|(?:DistStoreError|RuntimeError): (?:The inner error: )?(?:Socket|Wait) [Tt]imeout\s*$",
       "victim",
       "This rank waited for other ranks to register; the keys name the ranks that never came.",
       literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket", "Wait timeout",
-                "got error: Timeout waiting for key"),
+                "Timeout waiting for key"),
       suggests=("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
       family="waiting", specificity=0.6),
     S("store-barrier-waiting", "Ranks still waiting at init's store barrier",

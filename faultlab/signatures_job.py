@@ -28,11 +28,11 @@ JOB: tuple[Signature, ...] = (
       specificity=0.7),
     S("invalid-device-ordinal", "CUDA: invalid device ordinal",
       r"[Ii]nvalid device ordinal|Invalid device id|device >= 0 && device < num_gpus|(?:cuda|hip)ErrorInvalidDevice\b"
-      # Intel XPUs' words; torch's hint after a CUDA device error
-      r"|device is out of range, device is \d+|GPU device may be out of range",
+      # Intel XPUs' words; torch's hint after a CUDA device error; init_process_group's check of its device_id
+      r"|device is out of range, device is \d+|GPU device may be out of range|is out of range\. Please use a device",
       "culprit", "This rank asked for a CUDA device index the node does not have.",
       literals=("nvalid device ordinal", "Invalid device id", "device < num_gpus", "ErrorInvalidDevice",
-                "device is out of range", "GPU device may be out of range"),
+                "device is out of range", "GPU device may be out of range", "Please use a device"),
       suggests=("too-few-gpus", "rank-as-device-id"), family="device-index", specificity=0.85),
     S("cuda-devices-busy", "CUDA: every device is busy or unavailable",
       r"CUDA-capable devices? ?(?:\(s\))? (?:is|are)(?:/are)? busy or unavailable|cudaErrorDevicesUnavailable", "culprit",
@@ -45,13 +45,13 @@ JOB: tuple[Signature, ...] = (
       # fairseq; vLLM's Ray executor; Habana's Gaudi modules
       r"|world size is \d+ but have \d+ available devices|required GPUs exceeds the total number of available GPUs"
       r"|There is not enough devices available for training|Not enough available modules for world_size"
-      # SageMaker's model-parallel library
-      r"|processes \d+ ?cannot be larger than the device count",
+      # SageMaker's model-parallel library; torchrun >= 2.9, which maps local ranks through CUDA_VISIBLE_DEVICES
+      r"|processes \d+ ?cannot be larger than the device count|local_rank \d+ exceeds available GPUs",
       "culprit", "Lightning (and others) compare the devices asked for with those present before starting "
       "('You requested gpu: [0, 1] / But your machine only has: [0]').",
       literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine",
                 "available devices", "required GPUs exceeds", "not enough devices available",
-                "Not enough available modules", "cannot be larger than the device count"),
+                "Not enough available modules", "cannot be larger than the device count", "exceeds available GPUs"),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
     # Every public trace in the development set that had gone into set_device failed on the device index; a
     # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there. For
@@ -116,8 +116,9 @@ JOB: tuple[Signature, ...] = (
       r"|KeyError: '(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT"
       r"|SLURM_(?:PROCID|LOCALID|NTASKS|NODEID|JOB_ID)|OMPI_COMM_WORLD_\w+|PMI_RANK|PMI_SIZE|PMIX_RANK)'"
       r"|_env_error\(\"(?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT)\"\)"
-      # init_method tcp:// or a store without the rank and world size a launcher would have given
-      r"|tcp:// rendezvous: (?:rank|world size) parameter missing|world_size must be positive if using store"
+      # init_method tcp:// or file://, or a store, without a launcher's rank and world size; get_node_local_rank()
+      r"|(?:tcp|file):// rendezvous: (?:rank|world size) parameter missing|world_size must be positive if using store"
+      r"|LOCAL_RANK is not in the environment"
       # A KeyError's message alone, where a paste lost the "KeyError: " before it.
       r"|^\s*'(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT)'\s*$"
       # mmengine, composer, Lightning's LSF environment, accelerate
@@ -130,7 +131,7 @@ JOB: tuple[Signature, ...] = (
                 "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: 'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
                 "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "RANK'",
                 "SIZE'", "MASTER_ADDR'", "MASTER_PORT'", "parameter missing", "world_size must be positive",
-                "nvironment variable", "env was not set"),
+                "nvironment variable", "env was not set", "LOCAL_RANK is not in the environment"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
     # A trace cut before its message says less than the message would: it counts as a side effect, so
     # any primary sign (the device error of set_device(int(os.environ["LOCAL_RANK"]))) outranks it.
@@ -213,7 +214,8 @@ JOB: tuple[Signature, ...] = (
       suggests=("collective-mismatch", "rank-crash"), family="collective-stall", specificity=0.7),
     S("monitored-barrier-missing-ranks", "DETAIL's monitored barrier names the ranks that never arrived",
       r"Ranks? [\d, ]+ failed to pass monitoredBarrier"
-      r"|successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",
+      r"|successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+"
+      r"|Rank \d+ timed out in monitoredBarrier after \d+",  # a rank other than 0, whose answer from 0 never came
       "victim",
       "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
       literals=("monitoredBarrier",), suggests=("collective-mismatch", "straggler-rank"), family="collective-stall"),
@@ -222,8 +224,7 @@ JOB: tuple[Signature, ...] = (
       "Ranks passed tensors of different shapes to one collective.", literals=("ismatch", "not match", "same size"),
       suggests=("collective-mismatch",), family="collective-stall", specificity=0.5),
     S("nccl-invalid-usage", "NCCL invalid usage",
-      r"ncclInvalidUsage|NCCL error in: .{0,300}?, invalid usage|NCCL Error 5: invalid usage|NCCL error: invalid usage",
-      "culprit",
+      r"ncclInvalidUsage|NCCL (?:error in: .{0,300}?, |Error 5: |error: )invalid usage", "culprit",
       "NCCL rejected how it was called; the 'Last error' line says why. Raised while the communicator is "
       "created, it is most often two ranks on one GPU (no set_device, or more ranks than GPUs).",
       literals=("ncclInvalidUsage", "invalid usage"), suggests=("missing-set-device", "too-few-gpus"),

@@ -355,6 +355,24 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('straggler-rank', None,
      "RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
      "store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0\n"),
+    # a FileStore's get (init_method="file://..."), bare
+    ('straggler-rank', None, "RuntimeError: Timeout waiting for key: default_pg/0//cuda//0 after 1800000 ms\n"),
+    # torchrun >= 2.9 maps each local rank through CUDA_VISIBLE_DEVICES before starting it
+    ('too-few-gpus', None,
+     "[default0]:ValueError: local_rank 2 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1\n"),
+    # init_process_group's own check of the device_id it was given
+    ('too-few-gpus', 'rank-as-device-id',
+     "ValueError: device_id cuda:4 is out of range. Please use a device index less than the number of "
+     "accelerators available: 4.\n"),
+    # torch's get_node_local_rank() outside a launcher; init_method file:// without a world size
+    ('no-launcher', None,
+     "RuntimeError: LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+     "`get_node_local_rank` to work, assuming you are not running in a multi-device context and want the code "
+     "to run locally instead.\n"),
+    ('no-launcher', None,
+     "ValueError: Error initializing torch.distributed using file:// rendezvous: world size parameter missing\n"),
+    # gloo's monitored barrier on a rank other than 0, whose answer from rank 0 never came
+    ('collective-mismatch', 'straggler-rank', "RuntimeError: Rank 3 timed out in monitoredBarrier after 30000 ms.\n"),
     # torch 2.3/2.4's heartbeat monitor on a store that is gone: alone, a side effect of what took it
     (N, 'rank-crash',
      '[rank1]:[E614 11:14:03.086670611 ProcessGroupNCCL.cpp:1319] [PG 0 Rank 1] Failed to get exception dump flag '
