@@ -332,18 +332,18 @@ JOB: tuple[Signature, ...] = (
       "the launchers disagree on the world size.",
       literals=("Bootstrap Root : mismatch in", "Invalid rank requested", "is out of range"),
       suggests=("world-size-mismatch",), family="world", specificity=0.85),
-    S("launcher-topology-mismatch", "The trainer's devices or nodes differ from what the scheduler allocated",
-      r"in Lightning, but the number of (?:tasks per node|nodes) configured in SLURM"
+    S("launcher-topology-mismatch", "The trainer's devices or nodes differ from what the launcher started",
+      r"in Lightning, but the (?:number of (?:tasks per node|nodes) configured in SLURM"
+      r"|product \(\d+ \* \d+\) does not match)"
       r"|in your SLURM bash script, but this variable is not supported"
       r"|You requested \d+ GPUs but launched \d+ slurm tasks"
       # fairseq's pipelines against SLURM's tasks
       r"|SLURM --ntasks-per-node must match number of", "culprit",
-      "Lightning compares its devices/num_nodes with SLURM's --ntasks-per-node/--nodes and stops when they "
-      "differ: the processes the scheduler starts and the world the trainer expects disagree.",
-      literals=("in Lightning, but the number of", "in your SLURM bash script", "GPUs but launched",
+      "Lightning compares its devices/num_nodes with SLURM's --ntasks-per-node/--nodes (or torchrun's world size) "
+      "and stops when they differ: the processes the launcher starts and the world the trainer expects disagree.",
+      literals=("in Lightning, but the", "in your SLURM bash script", "GPUs but launched",
                 "SLURM --ntasks-per-node must match"),
-      suggests=("world-size-mismatch",),
-      family="world", specificity=0.85),
+      suggests=("world-size-mismatch",), family="world", specificity=0.85),
     S("world-size-views-differ", "The launcher's world size and torch's disagree",
       r"initialized with a value of \d+ for world size, but environment variable WORLD_SIZE has value \d+"
       r"|MPI world size \d+ does not match torch world size \d+"

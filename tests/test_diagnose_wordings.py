@@ -371,6 +371,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
      "to run locally instead.\n"),
     ('no-launcher', None,
      "ValueError: Error initializing torch.distributed using file:// rendezvous: world size parameter missing\n"),
+    # Lightning's devices x num_nodes against the world torchrun started
+    ('world-size-mismatch', None,
+     "ValueError: You set `devices=4` and `num_nodes=2` in Lightning, but the product (4 * 2) does not match "
+     "the world size (4).\n"),
     # gloo's monitored barrier on a rank other than 0, whose answer from rank 0 never came
     ('collective-mismatch', 'straggler-rank', "RuntimeError: Rank 3 timed out in monitoredBarrier after 30000 ms.\n"),
     # torch 2.3/2.4's heartbeat monitor on a store that is gone: alone, a side effect of what took it
