@@ -266,7 +266,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the launcher tore down all workers but one and no line says why": _only_the_teardown,
     "the launcher's own traceback is the only failure": _launcher_failed_alone,
     "NCCL finished a communicator": lambda f, s: f.nccl_init_complete,
-    "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
+    "NCCL or TensorPipe dialed a peer itself": lambda f, s: bool({"nccl-connect-failed", "tensorpipe-connect-failed"} & s),
     "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
         "nccl-connect-failed" in s and f.nccl_init_complete),
     "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.exits.launcher_signals,

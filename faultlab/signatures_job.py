@@ -89,7 +89,7 @@ JOB: tuple[Signature, ...] = (
     # -- the job's own setup -------------------------------------------------------------------
     S("nccl-not-available", "The nccl backend is not available here",
       r"doesn't have NCCL[\s\"']*built in|NCCL is not available|No CUDA GPUs are available|Found no NVIDIA driver"
-      r"|ProcessGroupNCCL is only supported with GPUs|NCCL support is not compiled|not compiled with NCCL support"
+      r"|ProcessGroupNCCL is only supported with G|NCCL support is not compiled|not compiled with NCCL support"
       r"|no CUDA-capable device is detected|Unable to proceed, no GPU resources available"
       # Lightning's accelerator check, before any process group
       r"|can not run on your system since the accelerator is not available|GPUs requested but none are available"
@@ -99,7 +99,7 @@ JOB: tuple[Signature, ...] = (
       "culprit",
       "nccl was requested on a host (or a torch build) without CUDA GPUs.",
       literals=("doesn't have NCCL", "NCCL is not available", "No CUDA GPUs", "no NVIDIA driver",
-                "only supported with GPUs", "NCCL support is not compiled", "not compiled with NCCL support",
+                "only supported with G", "NCCL support is not compiled", "not compiled with NCCL support",
                 "no CUDA-capable device is detected", "no GPU resources available",
                 "since the accelerator is not available", "GPUs requested but none are available", "No HIP GPUs",
                 "no ROCm-capable device", "No XPU devices", "Your assigned backend nccl is not",

@@ -1,5 +1,5 @@
-"""The signatures of NCCL's and gloo's transports: the connections ranks make to each other once the
-store has brought them together, and the interfaces they use.
+"""The signatures of NCCL's, gloo's and TensorPipe's transports: the connections ranks make to each other once
+the store has brought them together, and the interfaces they use.
 
 What a signature is, and the ports and addresses: signatures.py.
 """
@@ -170,6 +170,21 @@ TRANSPORT: tuple[Signature, ...] = (
       "The address NCCL picked is not one this host can listen on (an IPv6 link-local address of ib0 without "
       "its scope, an address that is not this host's): set NCCL_SOCKET_IFNAME to the interface the nodes share.",
       literals=("Call to bind failed",), suggests=("wrong-socket-interface",), family="interface", specificity=0.8),
+    # torch.distributed.rpc's TensorPipe advertises the address of the interface its host name resolves to (or
+    # TP_SOCKET_IFNAME's), as gloo does; libuv's words follow "rv < 0: " and the errno's name.
+    S("tensorpipe-connect-failed", "TensorPipe (torch RPC) could not reach a peer's advertised address",
+      r"encountered error when sending outgoing request #\d+ to \S+: E(?:CONNREFUSED|TIMEDOUT|HOSTUNREACH|NETUNREACH)"
+      r"|(?:connection refused|no route to host|connection timed out) \(this error originated at tensorpipe", "culprit",
+      "An RPC worker dialed the address a peer advertised and was refused or got no answer, after the store had "
+      "brought them together: the peer advertised an interface others cannot reach (set TP_SOCKET_IFNAME), or a "
+      "firewall stands between them.",
+      literals=("encountered error when sending outgoing request", "originated at tensorpipe"),
+      suggests=("wrong-socket-interface", "firewall"), family="connect-failed", specificity=0.7),
+    S("tensorpipe-bind-unavailable", "TensorPipe cannot listen on the address it chose",
+      r"tensorpipe/transport/\w+/listener\w*\.cc:\d+ \"rv < 0: (?:invalid argument|address not available)", "culprit",
+      "TensorPipe's listener could not bind the address it picked for this host: an IPv6 link-local address "
+      "without its scope, or an address that is not this host's; set TP_SOCKET_IFNAME.",
+      literals=("rv < 0: ",), suggests=("wrong-socket-interface",), family="interface", specificity=0.8),
     S("gloo-loopback-fallback", "gloo fell back to the loopback address",
       r"Unable to resolve hostname to a \(local\) address\. Using the loopback", "culprit",
       "The host name resolves to no local address, so gloo advertises 127.0.0.1 and its peers dial themselves.",

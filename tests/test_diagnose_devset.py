@@ -21,7 +21,7 @@ SETS = ["cases.yaml", "cases-2.yaml", "heldout.yaml", "heldout-2.yaml", "heldout
         "heldout-32.yaml", "heldout-33.yaml", "heldout-34.yaml", "heldout-35.yaml", "heldout-36.yaml",
         "heldout-37.yaml", "heldout-38.yaml", "heldout-39.yaml", "heldout-40.yaml",
         "heldout-41.yaml", "heldout-42.yaml", "heldout-43.yaml", "heldout-44.yaml", "heldout-45.yaml",
-        "heldout-46.yaml", "heldout-47.yaml"]
+        "heldout-46.yaml", "heldout-47.yaml", "heldout-48.yaml"]
 
 
 @pytest.mark.parametrize("name", SETS)
@@ -40,7 +40,7 @@ def test_development_set_accuracy():
     misses = [(r.case.log.name, r.case.cause, r.ranked[:3]) for r in accuracy.results if r.position != 1]
     # A guard against regressions at today's level, not the goal: each blind round joins the set as gathered,
     # and its misses that no reading can fix (a bare ambiguous line, a cut trace) lower the level for good.
-    assert accuracy.top(1) >= 0.80, misses
+    assert accuracy.top(1) >= 0.79, misses
     assert accuracy.top(3) >= 0.92, misses
     culprits_named, culprit_cases = accuracy.culprit("rank")
     assert culprit_cases >= 5 and culprits_named / culprit_cases >= 0.75

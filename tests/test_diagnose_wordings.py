@@ -375,6 +375,17 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('world-size-mismatch', None,
      "ValueError: You set `devices=4` and `num_nodes=2` in Lightning, but the product (4 * 2) does not match "
      "the world size (4).\n"),
+    # torch.distributed.rpc's TensorPipe dialing the address a peer advertised, once the store had worked
+    ('wrong-socket-interface', 'firewall',
+     "got rpc 0\n[W tensorpipe_agent.cpp:641] RPC agent for Test0 encountered error when sending outgoing request #0 "
+     "to Test1: ECONNREFUSED: connection refused\nRuntimeError: ECONNREFUSED:\n"),
+    # TensorPipe's listener refused the address it picked (an IPv6 link-local address without its scope)
+    ('wrong-socket-interface', None,
+     "terminate called after throwing an instance of 'std::runtime_error'\n"
+     "what():  In initFromLoop at /pytorch/third_party/tensorpipe/tensorpipe/transport/uv/listener.cc:126 "
+     "\"rv < 0: invalid argument\"\n"),
+    # a paste cut inside the word
+    ('nccl-without-gpu', None, "RuntimeError: ProcessGroupNCCL is only supported with GP\n"),
     # gloo's monitored barrier on a rank other than 0, whose answer from rank 0 never came
     ('collective-mismatch', 'straggler-rank', "RuntimeError: Rank 3 timed out in monitoredBarrier after 30000 ms.\n"),
     # torch 2.3/2.4's heartbeat monitor on a store that is gone: alone, a side effect of what took it
