@@ -76,7 +76,7 @@ ANALYZER_EXPECTED = re.compile(EXPECTED_RANKS)
 ANALYZER_ENTRY_LINES = 12  # an entry's group comes a few lines after the ranks missing from it
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
-IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(\d+)")
+IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(?:IBV_WC_\w+\()?(\d+)")  # NCCL >= 2.29 names the status
 # When a line was written: torch's (glog's) "[E1203 09:43:47.825" or logging's "2026-12-03 09:43:47,825"; the
 # year is left out, as glog prints none.
 STAMP = re.compile(r"(?:^|[\[\s:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?)\b"

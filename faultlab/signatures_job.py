@@ -365,11 +365,6 @@ JOB: tuple[Signature, ...] = (
       "the other half of a split world, dialing an address it took for its own.",
       literals=("socketFinalizeAccept",), suggests=("shared-master-port", "split-world"), family="world",
       specificity=0.6),
-    S("nccl-version-skew", "NCCL versions differ across ranks",
-      r"Message truncated : received \d+(?:,\d+)? bytes instead of|Mismatched NCCL version detected", "culprit",
-      "A bootstrap message of another size than expected, or NCCL's own version check: the ranks run different "
-      "NCCL versions.", ("rank",),
-      literals=("Message truncated : received", "Mismatched NCCL version detected"), family="cuda", outside=True),
     S("cuda-initialized-before-fork", "CUDA was initialized before the launcher could fork its workers",
       r"CUDA has been initialized before the .notebook_launcher. could create|can't create new processes if CUDA is "
       r"already initialized|should only be initialized inside your training function"

@@ -54,12 +54,15 @@ TRANSPORT: tuple[Signature, ...] = (
       suggests=("rank-crash", "store-host-lost"),
       family="peer-lost", effect="side", specificity=0.3),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
-      r"NET/IB\w* ?: ?(?:\S+:\d+ )?Got async event|NET/IB\w* ?: ?\S+ async (?:fatal|non-fatal) event"
+      r"NET/IB\w* ?: ?(?:\S+:\d+ )?Got (?:non-fatal )?async event|NET/IB\w* ?: ?\S+ async (?:fatal|non-fatal) event"
+      # NCCL >= 2.29's port recovery giving a device up
+      r"|NET/IB: Fatal error\. Detected \d+ failed devices|NET/IB: Device \d+ marked as failed"
       r"|IBV_EVENT_(?:PORT_ERR|LID_CHANGE|DEVICE_FATAL|GID_CHANGE)|IB Async event on \S+: (?:port error|GID table change"
       r"|local catastrophic error|LID change)", "culprit",
       "The HCA reported an asynchronous event (port error, a catastrophic or work-queue error, a changed GID): "
       "a cable, a switch port, the link training or the adapter failed.",
-      literals=("Got async event", "async fatal event", "async non-fatal event", "IBV_EVENT_", "IB Async event on"),
+      literals=("Got async event", "async fatal event", "async non-fatal event", "Got non-fatal async event",
+                "IBV_EVENT_", "IB Async event on", "failed devices out of", "marked as failed"),
       suggests=("link-down",),
       family="ib-port", specificity=0.85),
     S("kernel-link-down", "The kernel saw a network link go down",
@@ -75,7 +78,8 @@ TRANSPORT: tuple[Signature, ...] = (
                 "Physical state: "),
       suggests=("link-down",), family="ib-port", specificity=0.85),
     S("ib-completion-error", "An InfiniBand/RoCE transfer completed with an error",
-      r"NET/IB\w* ?: ?Got completion (?:from peer \S+ )?with (?:error|status=) ?\d+|NET/IB\w* Got completion error \d+"
+      r"NET/IB\w* ?: ?Got completion (?:from peer \S+ )?with (?:error|status=) ?(?:IBV_WC_\w+\()?\d+"
+      r"|NET/IB\w* Got completion error \d+"
       r"|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded",
       "culprit", "Error 12 is a transport retry timeout: the two NICs cannot reach each other (link, routing, "
       "RoCE setup); other codes follow a peer that went away.",
@@ -190,6 +194,13 @@ TRANSPORT: tuple[Signature, ...] = (
       "The host name resolves to no local address, so gloo advertises 127.0.0.1 and its peers dial themselves.",
       literals=("Unable to resolve hostname to a (local) address",), suggests=("wrong-socket-interface",),
       family="interface", specificity=0.9),
+    S("nccl-version-skew", "NCCL versions differ across ranks",
+      r"Message truncated : received \d+(?:,\d+)? bytes instead of|Mismatched NCCL (?:git )?versions? detected"
+      r"|NCCL version mismatch with remote peer", "culprit",
+      "A bootstrap message of another size than expected, or NCCL's own version check: the ranks run different "
+      "NCCL versions.", ("rank",),
+      literals=("Message truncated : received", "Mismatched NCCL", "version mismatch with remote peer"),
+      family="cuda", outside=True),
     # NCCL INFO traces an error code back through the functions it passed; code 2 is ncclSystemError.
     S("nccl-bootstrap-failed", "NCCL's bootstrap failed on a system call",
       r"NCCL INFO bootstrap\.cc:\d+ -> 2\b", "culprit",

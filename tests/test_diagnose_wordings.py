@@ -386,6 +386,16 @@ CASES = [  # (the answer expected first, another that must be among the first th
      "\"rv < 0: invalid argument\"\n"),
     # a paste cut inside the word
     ('nccl-without-gpu', None, "RuntimeError: ProcessGroupNCCL is only supported with GP\n"),
+    # NCCL >= 2.29 names an InfiniBand completion's status, reports non-fatal port events, gives a failed HCA up
+    ('link-down', None,
+     "node1:123:456 [3] transport/net_ib/p2p.cc:1203 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<49203> with "
+     "status=IBV_WC_REM_ACCESS_ERR(10) opcode=IBV_WC_SEND(0) vendor_err=136 qp_num=1234 hca mlx5_0\n"),
+    ('link-down', None,
+     "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: "
+     "port error(10)\n"),
+    ('link-down', None,
+     "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB: Fatal error. Detected 1 failed devices out "
+     "of 1 devices on the send communicator (comm=0x7f). No support for more than a single failed device.\n"),
     # gloo's monitored barrier on a rank other than 0, whose answer from rank 0 never came
     ('collective-mismatch', 'straggler-rank', "RuntimeError: Rank 3 timed out in monitoredBarrier after 30000 ms.\n"),
     # torch 2.3/2.4's heartbeat monitor on a store that is gone: alone, a side effect of what took it
@@ -683,3 +693,15 @@ def test_each_wording_reads_as_its_meaning(tmp_path, first, also, text):
     assert answers[0] == first, (answers, found.reasons)
     assert also is None or also in answers[:3], answers
     assert not found.causes or found.causes[0].confidence < 0.96
+
+
+@pytest.mark.parametrize("text", [
+    "node1:123:456 [0] init.cc:500 NCCL WARN Mismatched NCCL git versions detected: rank 0 fingerprint 0x1a2b, "
+    "rank 4 fingerprint 0x3c4d\n",
+    "node1:123:456 [0] init.cc:500 NCCL WARN NCCL version mismatch with remote peer node2 (local: 2.27.3, remote "
+    "2.21.5)\n",
+])
+def test_nccl_versions_that_differ_across_ranks_are_named_outside_the_catalog(tmp_path, text):
+    (tmp_path / "job.log").write_text(text)
+    found = diagnose.diagnose([tmp_path / "job.log"])
+    assert found.answers() == (N,) and found.outside == ("nccl-version-skew",), (found.answers(), found.outside)
