@@ -232,12 +232,12 @@ JOB: tuple[Signature, ...] = (
     # -- a process dies ---------------------------------------------------------------------
     S("out-of-memory", "A rank ran out of GPU or host memory",
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"
-      r"|not enough) memory|Cuda failure 'out of memory'|Failed to CUDA calloc \d+ bytes|" + HOST_MEMORY_KILL,
-      "culprit",
+      r"|not enough) memory|Cuda failure 'out of memory'|Failed to CUDA (?:calloc|malloc|host alloc)(?: async)? \d+ bytes|"
+      + HOST_MEMORY_KILL, "culprit",
       "This rank could not allocate GPU memory (or the host's OOM killer chose it) and died; the others then "
       "time out or are torn down.",
       literals=("out of memory", "OutOfMemoryError", "DefaultCPUAllocator", "Out of memory: Kill", "oom-kill",
-                "oom_kill", "Out Of Memory", "OOMKilled", "Failed to CUDA calloc", "Killed process", "systemd-oomd",
+                "oom_kill", "Out Of Memory", "OOMKilled", "Failed to CUDA ", "Killed process", "systemd-oomd",
                 "memory limit"),
       suggests=("rank-crash",), family="exit"),
     S("nccl-shm-failed", "NCCL cannot create or attach its shared-memory segments",
@@ -360,11 +360,13 @@ JOB: tuple[Signature, ...] = (
       "sharing one root.", literals=("ranks has already checked in",),
       suggests=("duplicate-node-rank", "split-world"), family="world", specificity=0.85),
     S("nccl-foreign-connection", "NCCL accepted a connection from another world",
-      r"socketFinalizeAccept(?: from \S+)?: wrong (?:magic|type)", "culprit",
+      # NCCL >= 2.28 words it "Socket magic mismatch from ..." and "Wrong socket type from ..."
+      r"socketFinalizeAccept(?: from \S+)?: wrong (?:magic|type)|Socket magic mismatch from|Wrong socket type from",
+      "culprit",
       "A connection to this rank's NCCL listener came from a process of another communicator: another job, or "
       "the other half of a split world, dialing an address it took for its own.",
-      literals=("socketFinalizeAccept",), suggests=("shared-master-port", "split-world"), family="world",
-      specificity=0.6),
+      literals=("socketFinalizeAccept", "Socket magic mismatch from", "Wrong socket type from"),
+      suggests=("shared-master-port", "split-world"), family="world", specificity=0.6),
     S("cuda-initialized-before-fork", "CUDA was initialized before the launcher could fork its workers",
       r"CUDA has been initialized before the .notebook_launcher. could create|can't create new processes if CUDA is "
       r"already initialized|should only be initialized inside your training function"

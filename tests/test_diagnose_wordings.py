@@ -396,6 +396,12 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('link-down', None,
      "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB: Fatal error. Detected 1 failed devices out "
      "of 1 devices on the send communicator (comm=0x7f). No support for more than a single failed device.\n"),
+    # NCCL's allocations (its proxy's pinned host memory)
+    ('rank-crash', None, "node1:123:456 [2] include/alloc.h:210 NCCL WARN Failed to CUDA host alloc 4194304 bytes\n"),
+    # NCCL >= 2.28's listener, dialed by a process of another communicator
+    ('shared-master-port', 'split-world',
+     "node1:123:456 [0] misc/socket.cc:650 NCCL WARN Socket magic mismatch from 10.0.0.3<51234> (peer "
+     "0x9a3c12e6f0b7d2a1 != expected 0x1f2e3d4c5b6a7988), discarding peer connection\n"),
     # gloo's monitored barrier on a rank other than 0, whose answer from rank 0 never came
     ('collective-mismatch', 'straggler-rank', "RuntimeError: Rank 3 timed out in monitoredBarrier after 30000 ms.\n"),
     # torch 2.3/2.4's heartbeat monitor on a store that is gone: alone, a side effect of what took it
