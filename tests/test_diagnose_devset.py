@@ -48,6 +48,15 @@ def test_development_set_accuracy():
     assert unknown_cases >= 10 and unknown_right / unknown_cases >= 0.75
 
 
+def test_the_readme_counts_the_set_as_it_is():
+    """A new round joins SETS and the README's counts together, or this fails."""
+    assert sorted(SETS + ["live-runs.yaml"]) == sorted(path.name for path in DEVSET.glob("*.yaml"))
+    cases = [case for name in SETS for case in triage_accuracy.load_cases(DEVSET / name)]
+    outside = sum(case.cause == "not-in-catalog" for case in cases)
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"holds {len(cases)} failure logs" in readme and f"{outside} of them with a cause outside" in readme
+
+
 def test_live_runs_name_their_culprit():
     """faultlab's own live runs (the shipped recordings' logs): the only cases that name a node."""
     accuracy = triage_accuracy.evaluate(triage_accuracy.load_cases(DEVSET / "live-runs.yaml"))
