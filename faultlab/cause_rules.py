@@ -132,10 +132,17 @@ RULES: tuple[Rule, ...] = (
     # NCCL's own sockets dial the addresses peers advertised, not MASTER_ADDR.
     Rule("nccl-connect-failed", "a peer advertised a loopback or link-local address", ("wrong-socket-interface",), 0.9,
          why="NCCL dialed a loopback or link-local address a peer advertised: an interface no other host can reach"),
-    Rule("connection-refused", "NCCL or TensorPipe dialed a peer itself", ("wrong-socket-interface", "firewall"), 0.7,
-         why="the refused connection is the transport's own, to an address a peer advertised, not MASTER_ADDR:MASTER_PORT"),
-    Rule("no-route-to-host", "NCCL or TensorPipe dialed a peer itself", ("wrong-socket-interface", "firewall", "link-down"),
-         0.75, why="the transport's own connection to a peer's advertised address found no route: the wrong interface was "
+    Rule("connection-refused", "NCCL dialed a peer itself", ("wrong-socket-interface", "firewall"), 0.7,
+         why="the refused connection is NCCL's own, to an address a peer advertised, not MASTER_ADDR:MASTER_PORT"),
+    # TensorPipe dials a peer when first needed: once a rank has died, its refusal is the dead rank's.
+    *(Rule(dial, "TensorPipe was refused where a rank died or a peer went away", ("rank-crash",), 0.5,
+           why="TensorPipe dials a peer when first needed, and a rank had died or a peer's connection had ended: "
+               "the refusal is most likely the gone peer's") for dial in ("tensorpipe-connect-failed", "connection-refused")),
+    Rule("connection-refused", "TensorPipe was refused and no rank died nor a peer went away",
+         ("wrong-socket-interface", "firewall"), 0.7,
+         why="the refused connection is TensorPipe's own, to the address a peer advertised, not MASTER_ADDR:MASTER_PORT"),
+    Rule("no-route-to-host", "NCCL dialed a peer itself", ("wrong-socket-interface", "firewall", "link-down"), 0.75,
+         why="NCCL's own connection to a peer's advertised address found no route: the wrong interface was "
              "advertised, or the path between the nodes is blocked or down; not MASTER_ADDR"),
     Rule("no-space-left", "the full file system is /dev/shm", specificity=0.9,
          why="the full file system is /dev/shm (its path, or NCCL's or torch's shared-memory wording)"),

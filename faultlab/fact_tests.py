@@ -95,6 +95,11 @@ def _culprit_sign(present: set) -> bool:
     return any(SIGNATURES_BY_ID[i].role == "culprit" for i in present)
 
 
+def _a_rank_failed_or_left(present: set) -> bool:
+    """A rank died (out of memory, a signal) or a peer's connection ended: a dial refused after it found no one."""
+    return any(i in ("out-of-memory", "killed-by-signal") or SIGNATURES_BY_ID[i].family == "peer-lost" for i in present)
+
+
 def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
     """The store client (which dials MASTER_ADDR) was refused at a loopback address, in a job not
     known to be one node: MASTER_ADDR, or the host name it resolves to, points at the dialing host."""
@@ -266,7 +271,11 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the launcher tore down all workers but one and no line says why": _only_the_teardown,
     "the launcher's own traceback is the only failure": _launcher_failed_alone,
     "NCCL finished a communicator": lambda f, s: f.nccl_init_complete,
-    "NCCL or TensorPipe dialed a peer itself": lambda f, s: bool({"nccl-connect-failed", "tensorpipe-connect-failed"} & s),
+    "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
+    "TensorPipe was refused where a rank died or a peer went away": lambda f, s: (
+        "tensorpipe-connect-failed" in s and _a_rank_failed_or_left(s)),
+    "TensorPipe was refused and no rank died nor a peer went away": lambda f, s: (
+        "tensorpipe-connect-failed" in s and not _a_rank_failed_or_left(s)),
     "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
         "nccl-connect-failed" in s and f.nccl_init_complete),
     "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.exits.launcher_signals,

@@ -186,15 +186,18 @@ NETWORK: tuple[Signature, ...] = (
       family="waiting", specificity=0.6),
     S("store-wait-timeout", "Store wait timed out for keys other ranks never wrote",
       r"wait timeout after \d+ms|Timed out after \d+ seconds waiting for keys|got error: Socket Timeout"
-      # a FileStore's get, bare or quoted by NCCL's bootstrap after "got error: "
-      r"|Timeout waiting for key: \S+ after \d+ ?ms|got error: Timeout waiting for key"
       r"|waitForInput: socket .{0,300}? timed out after \d+ms|(?:DistStoreError|RuntimeError): (?:The inner error: )?(?:Socket|Wait) [Tt]imeout\s*$",
       "victim",
       "This rank waited for other ranks to register; the keys name the ranks that never came.",
-      literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket", "Wait timeout",
-                "Timeout waiting for key"),
+      literals=("wait timeout after", "waiting for keys", "Socket Timeout", "waitForInput: socket", "Wait timeout"),
       suggests=("straggler-rank", "wrong-master-port", "wrong-socket-interface", "rank-crash"),
       family="waiting", specificity=0.6),
+    # A FileStore (init_method="file://...") is a shared file: no port or interface to get wrong.
+    S("filestore-wait-timeout", "A FileStore get timed out for a key other ranks never wrote",
+      r"Timeout waiting for key: \S+ after \d+ ?ms|got error: Timeout waiting for key", "victim",
+      "This rank waited in the shared store file for a key another rank had to write (NCCL's id, a barrier's "
+      "count): that rank was late or had died.", literals=("Timeout waiting for key",),
+      suggests=("straggler-rank", "rank-crash"), family="waiting", specificity=0.6),
     S("store-barrier-waiting", "Ranks still waiting at init's store barrier",
       r"Waiting in store based barrier to initialize process group for rank", "victim",
       "init_process_group's barrier logs this while fewer ranks than the world size have arrived "

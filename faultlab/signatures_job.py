@@ -45,7 +45,7 @@ JOB: tuple[Signature, ...] = (
       # fairseq; vLLM's Ray executor; Habana's Gaudi modules
       r"|world size is \d+ but have \d+ available devices|required GPUs exceeds the total number of available GPUs"
       r"|There is not enough devices available for training|Not enough available modules for world_size"
-      # SageMaker's model-parallel library; torchrun >= 2.9, which maps local ranks through CUDA_VISIBLE_DEVICES
+      # SageMaker's model-parallel library; torchrun --virtual-local-rank, mapping local ranks on CUDA_VISIBLE_DEVICES
       r"|processes \d+ ?cannot be larger than the device count|local_rank \d+ exceeds available GPUs",
       "culprit", "Lightning (and others) compare the devices asked for with those present before starting "
       "('You requested gpu: [0, 1] / But your machine only has: [0]').",
@@ -215,7 +215,7 @@ JOB: tuple[Signature, ...] = (
     S("monitored-barrier-missing-ranks", "DETAIL's monitored barrier names the ranks that never arrived",
       r"Ranks? [\d, ]+ failed to pass monitoredBarrier"
       r"|successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+"
-      r"|Rank \d+ timed out in monitoredBarrier after \d+",  # a rank other than 0, whose answer from 0 never came
+      r"|Rank \d+ timed out in monitoredBarrier after \d+",  # rank 0's deadline passed before every rank answered
       "victim",
       "Rank 0 waited at TORCH_DISTRIBUTED_DEBUG=DETAIL's barrier; the ranks it names took another path.",
       literals=("monitoredBarrier",), suggests=("collective-mismatch", "straggler-rank"), family="collective-stall"),

@@ -54,14 +54,17 @@ TRANSPORT: tuple[Signature, ...] = (
       suggests=("rank-crash", "store-host-lost"),
       family="peer-lost", effect="side", specificity=0.3),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
-      r"NET/IB\w* ?: ?(?:\S+:\d+ )?Got (?:non-fatal )?async event|NET/IB\w* ?: ?\S+ async (?:fatal|non-fatal) event"
-      # NCCL >= 2.29's port recovery giving a device up
-      r"|NET/IB: Fatal error\. Detected \d+ failed devices|NET/IB: Device \d+ marked as failed"
+      # (a device name has no spaces or colons: a bounded token keeps a long line of "NET/IB:" linear)
+      r"NET/IB\w* ?: ?(?:[^\s:]+:\d+ )?Got async event|NET/IB\w* ?: ?\S{1,64} async (?:fatal|non-fatal) event"
+      # NCCL >= 2.29 warns of non-fatal events too (port active, an SM change): only a port error is the link;
+      # its opt-in IB resiliency (NCCL_IB_RESILIENCY_PORT_FAILOVER) marks a device failed, or gives up
+      r"|Got non-fatal async event: port error|NET/IB: Fatal error\. Detected \d+ failed devices"
+      r"|NET/IB: Device \d+ marked as failed"
       r"|IBV_EVENT_(?:PORT_ERR|LID_CHANGE|DEVICE_FATAL|GID_CHANGE)|IB Async event on \S+: (?:port error|GID table change"
       r"|local catastrophic error|LID change)", "culprit",
       "The HCA reported an asynchronous event (port error, a catastrophic or work-queue error, a changed GID): "
       "a cable, a switch port, the link training or the adapter failed.",
-      literals=("Got async event", "async fatal event", "async non-fatal event", "Got non-fatal async event",
+      literals=("Got async event", "async fatal event", "async non-fatal event", "non-fatal async event: port error",
                 "IBV_EVENT_", "IB Async event on", "failed devices out of", "marked as failed"),
       suggests=("link-down",),
       family="ib-port", specificity=0.85),
@@ -178,12 +181,19 @@ TRANSPORT: tuple[Signature, ...] = (
     # TP_SOCKET_IFNAME's), as gloo does; libuv's words follow "rv < 0: " and the errno's name.
     S("tensorpipe-connect-failed", "TensorPipe (torch RPC) could not reach a peer's advertised address",
       r"encountered error when sending outgoing request #\d+ to \S+: E(?:CONNREFUSED|TIMEDOUT|HOSTUNREACH|NETUNREACH)"
-      r"|(?:connection refused|no route to host|connection timed out) \(this error originated at tensorpipe", "culprit",
+      r"|(?:[Cc]onnection refused|(?:host|network) is unreachable|[Nn]o route to host|connection timed out) "
+      r"\(this error originated at tensorpipe", "culprit",
       "An RPC worker dialed the address a peer advertised and was refused or got no answer, after the store had "
       "brought them together: the peer advertised an interface others cannot reach (set TP_SOCKET_IFNAME), or a "
-      "firewall stands between them.",
+      "firewall stands between them. TensorPipe dials a peer when first needed, so a peer already dead refuses too.",
       literals=("encountered error when sending outgoing request", "originated at tensorpipe"),
-      suggests=("wrong-socket-interface", "firewall"), family="connect-failed", specificity=0.7),
+      suggests=("wrong-socket-interface", "firewall", "rank-crash"), family="connect-failed", specificity=0.7),
+    S("tensorpipe-peer-lost", "TensorPipe (torch RPC) lost a peer it had reached",
+      r"encountered error when (?:reading incoming|sending outgoing) (?:request|response) (?:from|to) \S+: "
+      r"(?:eof|ECONNRESET|EPIPE)\b|(?:eof|connection reset by peer|broken pipe) \(this error originated at tensorpipe",
+      "victim", "A connection to another RPC worker ended (end of file, a reset, a broken pipe): that worker died or "
+      "was torn down.", literals=("encountered error when", "originated at tensorpipe"), suggests=("rank-crash",),
+      family="peer-lost", effect="side", specificity=0.5),
     S("tensorpipe-bind-unavailable", "TensorPipe cannot listen on the address it chose",
       r"tensorpipe/transport/\w+/listener\w*\.cc:\d+ \"rv < 0: (?:invalid argument|address not available)", "culprit",
       "TensorPipe's listener could not bind the address it picked for this host: an IPv6 link-local address "

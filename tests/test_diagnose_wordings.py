@@ -355,11 +355,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('straggler-rank', None,
      "RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
      "store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0\n"),
-    # a FileStore's get (init_method="file://..."), bare
-    ('straggler-rank', None, "RuntimeError: Timeout waiting for key: default_pg/0//cuda//0 after 1800000 ms\n"),
-    # torchrun >= 2.9 maps each local rank through CUDA_VISIBLE_DEVICES before starting it
-    ('too-few-gpus', None,
-     "[default0]:ValueError: local_rank 2 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1\n"),
+    # a FileStore's get (init_method="file://..."), bare: a late or dead rank, no port or interface
+    ('straggler-rank', 'rank-crash', "RuntimeError: Timeout waiting for key: default_pg/0//cuda//0 after 1800000 ms\n"),
+    # torchrun --virtual-local-rank maps each local rank through CUDA_VISIBLE_DEVICES before starting it
+    ('too-few-gpus', None, "ValueError: local_rank 2 exceeds available GPUs in CUDA_VISIBLE_DEVICES=0,1\n"),
     # init_process_group's own check of the device_id it was given
     ('too-few-gpus', 'rank-as-device-id',
      "ValueError: device_id cuda:4 is out of range. Please use a device index less than the number of "
@@ -379,11 +378,30 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('wrong-socket-interface', 'firewall',
      "got rpc 0\n[W tensorpipe_agent.cpp:641] RPC agent for Test0 encountered error when sending outgoing request #0 "
      "to Test1: ECONNREFUSED: connection refused\nRuntimeError: ECONNREFUSED:\n"),
+    # libuv's words for an unreachable host; the ibv transport's capitalised refusal
+    ('wrong-socket-interface', 'firewall',
+     "RuntimeError: EHOSTUNREACH: host is unreachable (this error originated at tensorpipe/common/socket.cc:114)\n"),
+    ('wrong-socket-interface', 'firewall',
+     "RuntimeError: connect: Connection refused (this error originated at "
+     "tensorpipe/transport/ibv/connection_impl.cc:80)\n"),
+    # TensorPipe dials when first needed: refused after a rank died, or after the peer's connection ended
+    ('rank-crash', None,
+     "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+     "[W tensorpipe_agent.cpp:641] RPC agent for worker0 encountered error when sending outgoing request #12 to "
+     "worker1: ECONNREFUSED: connection refused\n"),
+    ('rank-crash', None,
+     "[W tensorpipe_agent.cpp:726] RPC agent for worker0 encountered error when reading incoming response from "
+     "worker1: eof (this error originated at tensorpipe/transport/uv/connection_impl.cc:132)\n"
+     "[W tensorpipe_agent.cpp:641] RPC agent for worker0 encountered error when sending outgoing request #13 to "
+     "worker1: ECONNREFUSED: connection refused\n"),
     # TensorPipe's listener refused the address it picked (an IPv6 link-local address without its scope)
     ('wrong-socket-interface', None,
      "terminate called after throwing an instance of 'std::runtime_error'\n"
      "what():  In initFromLoop at /pytorch/third_party/tensorpipe/tensorpipe/transport/uv/listener.cc:126 "
      "\"rv < 0: invalid argument\"\n"),
+    ('wrong-socket-interface', None,
+     "what():  In initFromLoop at /pytorch/third_party/tensorpipe/tensorpipe/transport/uv/listener.cc:126 "
+     "\"rv < 0: address not available\"\n"),
     # a paste cut inside the word
     ('nccl-without-gpu', None, "RuntimeError: ProcessGroupNCCL is only supported with GP\n"),
     # NCCL >= 2.29 names an InfiniBand completion's status, reports non-fatal port events, gives a failed HCA up
@@ -396,14 +414,28 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('link-down', None,
      "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB: Fatal error. Detected 1 failed devices out "
      "of 1 devices on the send communicator (comm=0x7f). No support for more than a single failed device.\n"),
+    ('link-down', None,
+     "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB: Device 1 marked as failed. Initiating "
+     "recovery? yes (send comm=0x7f, outstandingRecovery=1)\n"),
+    # a port coming up, a subnet manager's change: not the link going down
+    (N, None, "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async "
+              "event: port active(9)\n"),
+    # the named status of a memory-protection error (4) is the program's, not the link's
+    (N, None, "node1:123:456 [3] transport/net_ib/p2p.cc:1203 NCCL WARN NET/IB: Got completion from peer "
+              "10.0.0.2<49203> with status=IBV_WC_LOC_PROT_ERR(4) opcode=IBV_WC_RECV(128) vendor_err=51 qp_num=99\n"),
     # NCCL's allocations (its proxy's pinned host memory)
     ('rank-crash', None, "node1:123:456 [2] include/alloc.h:210 NCCL WARN Failed to CUDA host alloc 4194304 bytes\n"),
+    ('rank-crash', None, "node1:123:456 [2] include/alloc.h:210 NCCL WARN Failed to CUDA calloc async 8388608 bytes\n"),
     # NCCL >= 2.28's listener, dialed by a process of another communicator
     ('shared-master-port', 'split-world',
      "node1:123:456 [0] misc/socket.cc:650 NCCL WARN Socket magic mismatch from 10.0.0.3<51234> (peer "
      "0x9a3c12e6f0b7d2a1 != expected 0x1f2e3d4c5b6a7988), discarding peer connection\n"),
-    # gloo's monitored barrier on a rank other than 0, whose answer from rank 0 never came
-    ('collective-mismatch', 'straggler-rank', "RuntimeError: Rank 3 timed out in monitoredBarrier after 30000 ms.\n"),
+    ('shared-master-port', 'split-world',
+     "node1:123:456 [0] misc/socket.cc:650 NCCL WARN Wrong socket type from 10.0.0.3<51234> (peer 2 != expected 1 "
+     "-- peer connected to wrong NCCL socket), discarding peer connection\n"),
+    # gloo's monitored barrier on rank 0, whose deadline passed before every rank answered
+    ('collective-mismatch', 'straggler-rank',
+     "RuntimeError: Rank 0 timed out in monitoredBarrier after 30000 ms.\nSuccessfully processed ranks: 1, 2\n"),
     # torch 2.3/2.4's heartbeat monitor on a store that is gone: alone, a side effect of what took it
     (N, 'rank-crash',
      '[rank1]:[E614 11:14:03.086670611 ProcessGroupNCCL.cpp:1319] [PG 0 Rank 1] Failed to get exception dump flag '
