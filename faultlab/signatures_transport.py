@@ -190,7 +190,8 @@ TRANSPORT: tuple[Signature, ...] = (
       suggests=("wrong-socket-interface", "firewall", "rank-crash"), family="connect-failed", specificity=0.7),
     S("tensorpipe-peer-lost", "TensorPipe (torch RPC) lost a peer it had reached",
       r"encountered error when (?:reading incoming|sending outgoing) (?:request|response) (?:from|to) \S+: "
-      r"(?:eof|ECONNRESET|EPIPE)\b|(?:eof|connection reset by peer|broken pipe) \(this error originated at tensorpipe",
+      r"(?:eof|EOF|ECONNRESET|EPIPE)\b|(?:eof|end of file|connection reset by peer|broken pipe) \(this error originated at "
+      r"tensorpipe",
       "victim", "A connection to another RPC worker ended (end of file, a reset, a broken pipe): that worker died or "
       "was torn down.", literals=("encountered error when", "originated at tensorpipe"), suggests=("rank-crash",),
       family="peer-lost", effect="side", specificity=0.5),

@@ -391,9 +391,11 @@ CASES = [  # (the answer expected first, another that must be among the first th
      "worker1: ECONNREFUSED: connection refused\n"),
     ('rank-crash', None,
      "[W tensorpipe_agent.cpp:726] RPC agent for worker0 encountered error when reading incoming response from "
-     "worker1: eof (this error originated at tensorpipe/transport/uv/connection_impl.cc:132)\n"
+     "worker1: EOF: end of file (this error originated at tensorpipe/transport/uv/connection_impl.cc:132)\n"
      "[W tensorpipe_agent.cpp:641] RPC agent for worker0 encountered error when sending outgoing request #13 to "
      "worker1: ECONNREFUSED: connection refused\n"),
+    # the shm transport's end of file: the peer process is gone
+    ('rank-crash', None, "RuntimeError: eof (this error originated at tensorpipe/transport/shm/connection_impl.cc:259)\n"),
     # TensorPipe's listener refused the address it picked (an IPv6 link-local address without its scope)
     ('wrong-socket-interface', None,
      "terminate called after throwing an instance of 'std::runtime_error'\n"
