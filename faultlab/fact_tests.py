@@ -96,7 +96,8 @@ def _culprit_sign(present: set) -> bool:
 
 
 def _a_rank_failed_or_left(present: set) -> bool:
-    """A rank died (out of memory, a signal) or a peer's connection ended: a dial refused after it found no one."""
+    """A rank died (out of memory, a signal) or a peer's connection ended: a refusal then is most likely the gone
+    peer's."""
     return any(i in ("out-of-memory", "killed-by-signal") or SIGNATURES_BY_ID[i].family == "peer-lost" for i in present)
 
 

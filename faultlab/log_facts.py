@@ -316,7 +316,8 @@ READERS = {
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),
     "torch-shm-failed": ("shm",),
     "killed-by-sigbus": ("exits",), "launcher-signalled": ("exits",), "ib-completion-error": ("ib",), "nccl-remote-error": ("ib",),
-    "store-wait-timeout": ("store",), "filestore-wait-timeout": ("store",), "desync-report": ("store",), "monitored-barrier-missing-ranks": ("store",),
+    "store-wait-timeout": ("store",), "filestore-wait-timeout": ("store",), "desync-report": ("store",),
+    "monitored-barrier-missing-ranks": ("store",),
     "fr-trace-mismatch": ("analyzer",), "fr-trace-missing-ranks": ("analyzer",), "fr-trace-missing-dumps": ("analyzer",),
     "ctx-fr-expected-ranks": ("analyzer",),
 }
