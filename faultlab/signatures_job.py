@@ -185,7 +185,7 @@ JOB: tuple[Signature, ...] = (
       suggests=("no-launcher",), family="launcher-variable", specificity=0.7),
     S("collective-mismatch-detail", "Ranks called different collectives (DETAIL or NCCL's check)",
       r"Detected mismatch between collectives on ranks|Mismatch between collective|Mismatched collective detected"
-      r"|NET/IB ?: ?collective mismatch error|input shapes into the collective are mismatched across ranks"
+      r"|NET/IB ?: ?(?:req \d+/\d+ tag \S+ peer \S+ )?collective mismatch error|input shapes into the collective are mismatched across ranks"
       r"|Error when verifying shape tensors for collective|Cannot apply desired operation due to shape mismatches"
       r"|Mismatched \w+ tensor shapes|Collectives differ in the following aspects"
       r"|Received data size doesn't match expected size\. Is there a distributed collective mismatch"

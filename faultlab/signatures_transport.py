@@ -13,11 +13,12 @@ TRANSPORT: tuple[Signature, ...] = (
     S("nccl-connect-failed", "NCCL could not connect to a peer",
       r"NCCL WARN .{0,80}?Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
       # NCCL >= 2.27 names its socket calls ncclOsSocket*; its retries spent, it says how many it made
-      r"|socketStartConnect: exceeded retries|[Ss]ocketPollConnect: [Cc]onnect to \S+|exceeded error retry count",
+      r"|socket(?:Start|Poll)Connect: exceeded (?:retries|timeouts)|[Ss]ocketPollConnect: [Cc]onnect to \S+"
+      r"|exceeded error retry count",
       "culprit",
       "NCCL dialed a peer's advertised address and could not reach it: often the wrong interface "
       "(docker0, a veth, a second NIC) was chosen, or a firewall drops NCCL's ports.",
-      literals=("Connect to ", "Call to connect", "socketStartConnect: exceeded retries", "ocketPollConnect: connect to ",
+      literals=("Connect to ", "Call to connect", "Connect: exceeded", "ocketPollConnect: connect to ",
                 "exceeded error retry count"),
       suggests=("wrong-socket-interface", "firewall", "wrong-master-addr"),
       family="connect-failed", specificity=0.75),
@@ -55,7 +56,7 @@ TRANSPORT: tuple[Signature, ...] = (
       family="peer-lost", effect="side", specificity=0.3),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
       # (a device name has no spaces or colons: a bounded token keeps a long line of "NET/IB:" linear)
-      r"NET/IB\w* ?: ?(?:[^\s:]+:\d+ )?Got async event|NET/IB\w* ?: ?\S{1,64} async (?:fatal|non-fatal) event"
+      r"NET/IB\w* ?: ?(?:[^\s:]+:\d+ )?Got async (?:error )?event|NET/IB\w* ?: ?\S{1,64} async (?:fatal|non-fatal) event"
       # NCCL >= 2.29 warns of non-fatal events too (port active, an SM change): only a port error is the link;
       # its opt-in IB resiliency (NCCL_IB_RESILIENCY_PORT_FAILOVER) marks a device failed, or gives up
       r"|Got non-fatal async event: port error|NET/IB: Fatal error\. Detected \d+ failed devices"
@@ -64,7 +65,7 @@ TRANSPORT: tuple[Signature, ...] = (
       r"|local catastrophic error|LID change)", "culprit",
       "The HCA reported an asynchronous event (port error, a catastrophic or work-queue error, a changed GID): "
       "a cable, a switch port, the link training or the adapter failed.",
-      literals=("Got async event", "async fatal event", "async non-fatal event", "non-fatal async event: port error",
+      literals=("Got async event", "Got async error event", "async fatal event", "async non-fatal event", "non-fatal async event: port error",
                 "IBV_EVENT_", "IB Async event on", "failed devices out of", "marked as failed"),
       suggests=("link-down",),
       family="ib-port", specificity=0.85),

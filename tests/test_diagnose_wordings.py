@@ -419,6 +419,15 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('link-down', None,
      "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB: Device 1 marked as failed. Initiating "
      "recovery? yes (send comm=0x7f, outstandingRecovery=1)\n"),
+    # NCCL 2.2x's fatal IB events
+    ('link-down', None, "node1:123:456 [3] transport/net_ib.cc:120 NCCL WARN NET/IB : mlx5_2:1 Got async error event: "
+                        "local catastrophic error\n"),
+    # NCCL 2.18's IB size check of a send against its receive; its connects that ran out of time
+    ('collective-mismatch', None,
+     "node1:123:456 [1] transport/net_ib.cc:1200 NCCL WARN NET/IB : req 1/1 tag 7 peer 10.0.0.2<43120> collective "
+     "mismatch error, local size 1048576 remote size 524288\n"),
+    ('wrong-socket-interface', 'firewall',
+     "node1:123:456 [1] misc/socket.cc:624 NCCL WARN socketPollConnect: exceeded timeouts (20)\n"),
     # a port coming up, a subnet manager's change: not the link going down
     (N, None, "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async "
               "event: port active(9)\n"),
