@@ -4,16 +4,26 @@
 
 A log from a stranger can hold one huge line made of a signature's own literal repeated (the
 literal search then sends the line to that signature's pattern). For every signature and each
-of its literals, the line is the literal and a filler repeated --repeat times; the time to
-search it is printed as a ratio to the time the same pattern takes on an ordinary line of the
-same length, side by side, worst first. A pattern with an unbounded gap (`.*`, `[^]]*`) after
-a repeated prefix shows as a ratio in the hundreds; bounded gaps keep every ratio small.
+of its literals, the line is the literal and a filler repeated --repeat times; and, for the
+text each of its pattern's alternatives starts with, that text repeated with the literal at the
+end (a run of "NET/IB:" before an unbounded `\S+`). Printed side by side, worst first: how much
+longer the search takes when the line is four times longer (4: linear; 16: time that grows with
+the square of the line, as a pattern with an unbounded gap such as `.*`, `[^]]*` or `\w*` after
+a repeated prefix takes), and its time as a ratio to the same pattern on an ordinary line of the
+same length (a bounded gap scanned from every repeated prefix shows as a large ratio that stays
+linear).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+
+try:  # the standard library's own regex parser: what text each alternative starts with
+    from re import _constants as sre_constants, _parser as sre_parse
+except ImportError:  # Python 3.10
+    import sre_constants
+    import sre_parse
 
 from faultlab.symptoms import SIGNATURES_BY_ID
 
@@ -22,9 +32,29 @@ ORDINARY = "step 1200 loss 2.3141 lr 0.000300 tokens/s 181234 "
 
 
 def seconds(pattern, line: str) -> float:
-    start = time.perf_counter()
-    pattern.search(line)
-    return time.perf_counter() - start
+    """The best of three searches: the least the clock and the collector add."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        pattern.search(line)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def leading_texts(pattern: str) -> set[str]:
+    """The literal text each top-level alternative of pattern starts with (three characters or more)."""
+    parsed = list(sre_parse.parse(pattern))
+    alternatives = parsed[0][1][1] if parsed and parsed[0][0] is sre_constants.BRANCH else [parsed]
+    texts = set()
+    for alternative in alternatives:
+        text = ""
+        for op, value in alternative:
+            if op is not sre_constants.LITERAL:
+                break
+            text += chr(value)
+        if len(text) >= 3:
+            texts.add(text)
+    return texts
 
 
 def main() -> None:
@@ -33,17 +63,25 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for signature in SIGNATURES_BY_ID.values():
-        for literal in signature.literals:
-            for filler in FILLERS:
-                hostile = (literal + filler) * args.repeat
-                ordinary = (ORDINARY * (len(hostile) // len(ORDINARY) + 1))[:len(hostile)]
-                base = max(seconds(signature.regex, ordinary), 1e-6)
-                rows.append((seconds(signature.regex, hostile) / base, signature.id, literal, filler, len(hostile)))
+        lines = [(f"{literal + filler!r}", lambda n, piece=literal + filler: piece * n)
+                 for literal in signature.literals for filler in FILLERS]
+        lines += [(f"{text!r} repeated, then {signature.literals[0]!r}",
+                   lambda n, text=text, last=signature.literals[0]: text * n + " " + last)
+                  for text in leading_texts(signature.pattern) if signature.literals]
+        for shown, hostile_line in lines:
+            hostile, quarter = hostile_line(args.repeat), hostile_line(args.repeat // 4)
+            ordinary = (ORDINARY * (len(hostile) // len(ORDINARY) + 1))[:len(hostile)]
+            took = seconds(signature.regex, hostile)
+            # below a millisecond the quarter line's time is mostly the clock's
+            growth = took / seconds(signature.regex, quarter) if took >= 1e-3 else 0.0
+            ratio = took / max(seconds(signature.regex, ordinary), 1e-6)
+            rows.append((growth, ratio, signature.id, shown, len(hostile)))
     rows.sort(reverse=True)
-    print(f"{'ratio':>8}  {'signature':32} literal + filler (line length)")
-    for ratio, signature_id, literal, filler, length in rows[:15]:
-        print(f"{ratio:8.1f}  {signature_id:32} {literal + filler!r} ({length} characters)")
-    print(f"{len(rows)} hostile lines; worst ratio {rows[0][0]:.1f}")
+    print(f"{'x4 line':>8} {'ratio':>8}  {'signature':32} hostile line (its length)")
+    for growth, ratio, signature_id, shown, length in rows[:15]:
+        print(f"{f'{growth:.1f}' if growth else '-':>8} {ratio:8.1f}  {signature_id:32} {shown} ({length} characters)")
+    print(f"{len(rows)} hostile lines; the longest search grew {rows[0][0]:.1f} times for a line 4 times longer; "
+          f"worst ratio to an ordinary line {max(row[1] for row in rows):.1f}")
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ NETWORK: tuple[Signature, ...] = (
       literals=("client socket has failed to connect",),
       suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
     S("connect-timed-out", "A TCP connect timed out: nothing answered the SYN",
-      r"connect (?:to \S+ )?returned Connection timed out|connect \[[^\]]+\]:\d+: Connection timed out"
+      r"connect (?:to \S+ )?returned Connection timed out|connect \[[^\]]{1,300}\]:\d+: Connection timed out"
       r"|The server socket on \S+ has timed out, will retry|SO_ERROR: Connection timed out"
       # torch <= 1.8's store client, as the exception's whole message
       r"|^(?:RuntimeError: )?Connection timed out\s*$", "culprit",

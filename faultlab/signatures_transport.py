@@ -11,7 +11,7 @@ from .signatures import Signature
 S = Signature
 TRANSPORT: tuple[Signature, ...] = (
     S("nccl-connect-failed", "NCCL could not connect to a peer",
-      r"NCCL WARN .{0,80}?Connect to \S+ failed|socket\w*Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
+      r"NCCL WARN .{0,80}?Connect to \S+ failed|socket\w{0,40}Connect: Connect to \S+ failed|Call to connect (?:returned|failed)"
       # NCCL >= 2.27 names its socket calls ncclOsSocket*; its retries spent, it says how many it made
       r"|socket(?:Start|Poll)Connect: exceeded (?:retries|timeouts)|[Ss]ocketPollConnect: [Cc]onnect to \S+"
       r"|exceeded error retry count",
