@@ -278,7 +278,7 @@ NETWORK: tuple[Signature, ...] = (
       literals=("TCPStoreMasterDaemon::run() failed", "Unexpected poll revent on the master's listening socket"),
       suggests=("store-host-lost", "listen-backlog-overflow"), family="store-server", specificity=0.5),
     S("store-recv-failed", "Lost the connection to the TCPStore",
-      r"(?i:failed to recv), got 0 bytes|Failed to send, sent 0 bytes|(?:send|recv)\w* failed on SocketImpl"
+      r"(?i:failed to recv), got 0 bytes|Failed to send, sent 0 bytes|(?:send|recv)\w{0,40} failed on SocketImpl"
       r"|got error: Connection reset by peer"
       # torch <= 2.1's store client, as the exception's whole message
       r"|^(?:RuntimeError|torch\.distributed\.DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$",

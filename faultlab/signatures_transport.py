@@ -56,7 +56,8 @@ TRANSPORT: tuple[Signature, ...] = (
       family="peer-lost", effect="side", specificity=0.3),
     S("ib-port-event", "An InfiniBand/RoCE port went down or flapped",
       # (a device name has no spaces or colons: a bounded token keeps a long line of "NET/IB:" linear)
-      r"NET/IB\w* ?: ?(?:[^\s:]+:\d+ )?Got async (?:error )?event|NET/IB\w* ?: ?\S{1,64} async (?:fatal|non-fatal) event"
+      # (NCCL 2.19-2.26 print every non-fatal event as "Got async error event: <event>")
+      r"NET/IB\w* ?: ?(?:[^\s:]+:\d+ )?Got async (?:event|error event: port error)|NET/IB\w* ?: ?\S{1,64} async (?:fatal|non-fatal) event"
       # NCCL >= 2.29 warns of non-fatal events too (port active, an SM change): only a port error is the link;
       # its opt-in IB resiliency (NCCL_IB_RESILIENCY_PORT_FAILOVER) marks a device failed, or gives up
       r"|Got non-fatal async event: port error|NET/IB: Fatal error\. Detected \d+ failed devices"
@@ -65,7 +66,7 @@ TRANSPORT: tuple[Signature, ...] = (
       r"|local catastrophic error|LID change)", "culprit",
       "The HCA reported an asynchronous event (port error, a catastrophic or work-queue error, a changed GID): "
       "a cable, a switch port, the link training or the adapter failed.",
-      literals=("Got async event", "Got async error event", "async fatal event", "async non-fatal event", "non-fatal async event: port error",
+      literals=("Got async event", "Got async error event: port error", "async fatal event", "async non-fatal event", "non-fatal async event: port error",
                 "IBV_EVENT_", "IB Async event on", "failed devices out of", "marked as failed"),
       suggests=("link-down",),
       family="ib-port", specificity=0.85),

@@ -419,9 +419,11 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('link-down', None,
      "node1:123:456 [3] transport/net_ib/common.cc:88 NCCL WARN NET/IB: Device 1 marked as failed. Initiating "
      "recovery? yes (send comm=0x7f, outstandingRecovery=1)\n"),
-    # NCCL 2.2x's fatal IB events
+    # NCCL 2.19-2.26 print every non-fatal IB event as an "error event": only a port error is the link
     ('link-down', None, "node1:123:456 [3] transport/net_ib.cc:120 NCCL WARN NET/IB : mlx5_2:1 Got async error event: "
-                        "local catastrophic error\n"),
+                        "port error\n"),
+    (N, None, "node1:123:456 [3] transport/net_ib.cc:120 NCCL WARN NET/IB : mlx5_2:1 Got async error event: "
+              "port active\n"),
     # NCCL 2.18's IB size check of a send against its receive; its connects that ran out of time
     ('collective-mismatch', None,
      "node1:123:456 [1] transport/net_ib.cc:1200 NCCL WARN NET/IB : req 1/1 tag 7 peer 10.0.0.2<43120> collective "
