@@ -138,8 +138,7 @@ RULES: tuple[Rule, ...] = (
     *(Rule(dial, "TensorPipe was refused where a rank died or a peer went away", ("rank-crash",), 0.5,
            why="TensorPipe dials a peer when first needed, and a rank had died or a peer's connection had ended: "
                "the refusal is most likely the gone peer's") for dial in ("tensorpipe-connect-failed", "connection-refused")),
-    Rule("connection-refused", "TensorPipe was refused and no rank died nor a peer went away",
-         ("wrong-socket-interface", "firewall"), 0.7,
+    Rule("connection-refused", "TensorPipe dialed a peer itself", ("wrong-socket-interface", "firewall"), 0.7,
          why="the refused connection is TensorPipe's own, to the address a peer advertised, not MASTER_ADDR:MASTER_PORT"),
     Rule("no-route-to-host", "NCCL dialed a peer itself", ("wrong-socket-interface", "firewall", "link-down"), 0.75,
          why="NCCL's own connection to a peer's advertised address found no route: the wrong interface was "

@@ -95,10 +95,13 @@ def _culprit_sign(present: set) -> bool:
     return any(SIGNATURES_BY_ID[i].role == "culprit" for i in present)
 
 
+RANK_DEATHS = {"killed-by-signal", "out-of-memory"}
+
+
 def _a_rank_failed_or_left(present: set) -> bool:
     """A rank died (out of memory, a signal) or a peer's connection ended: a refusal then is most likely the gone
     peer's."""
-    return any(i in ("out-of-memory", "killed-by-signal") or SIGNATURES_BY_ID[i].family == "peer-lost" for i in present)
+    return bool(RANK_DEATHS & present) or any(SIGNATURES_BY_ID[i].family == "peer-lost" for i in present)
 
 
 def _store_refused_at_loopback(facts: Facts, present: set) -> bool:
@@ -251,7 +254,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "an InfiniBand transfer error was seen": lambda f, s: bool(f.ib_codes) or bool({"ib-completion-error", "ib-port-event"} & s),
     "the workers died only by SIGABRT, after their collectives timed out": _ended_by_their_watchdog,
     "failing to allocate memory is the only failure, and no line shows another process": _one_process_out_of_memory,
-    "a rank died by a signal or ran out of memory": lambda f, s: bool({"killed-by-signal", "out-of-memory"} & s),
+    "a rank died by a signal or ran out of memory": lambda f, s: bool(RANK_DEATHS & s),
     "the job was a single process": lambda f, s: (f.world_size or 1) == 1 and (
         f.one_process_launch or (f.per_node == 1 and f.nodes == 1)),
     "NCCL lost a peer across nodes before any rank died or its communicator was complete": lambda f, s: (
@@ -275,8 +278,7 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "NCCL dialed a peer itself": lambda f, s: "nccl-connect-failed" in s,
     "TensorPipe was refused where a rank died or a peer went away": lambda f, s: (
         "tensorpipe-connect-failed" in s and _a_rank_failed_or_left(s)),
-    "TensorPipe was refused and no rank died nor a peer went away": lambda f, s: (
-        "tensorpipe-connect-failed" in s and not _a_rank_failed_or_left(s)),
+    "TensorPipe dialed a peer itself": lambda f, s: "tensorpipe-connect-failed" in s,
     "NCCL dialed a peer itself and then finished its communicator": lambda f, s: (
         "nccl-connect-failed" in s and f.nccl_init_complete),
     "the launcher got SIGHUP": lambda f, s: "SIGHUP" in f.exits.launcher_signals,
