@@ -44,6 +44,11 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('link-down', None,
      'x:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic '
      'error\n'),
+    # NCCL <= 2.18 warns of every event alike: a port back up or a subnet manager's change is no link failing.
+    (N, None,
+     'x:815:864 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : port active\n'
+     'x:815:864 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : client '
+     'reregistration\n'),
     ('rank-crash', None,
      '[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote '
      'process exited or there was a network error, NCCL version 2.20.5\n'
