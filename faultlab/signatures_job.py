@@ -46,12 +46,17 @@ JOB: tuple[Signature, ...] = (
       r"|world size is \d+ but have \d+ available devices|required GPUs exceeds the total number of available GPUs"
       r"|There is not enough devices available for training|Not enough available modules for world_size"
       # SageMaker's model-parallel library; torchrun --virtual-local-rank, mapping local ranks on CUDA_VISIBLE_DEVICES
-      r"|processes \d+ ?cannot be larger than the device count|local_rank \d+ exceeds available GPUs",
+      r"|processes \d+ ?cannot be larger than the device count|local_rank \d+ exceeds available GPUs"
+      # vLLM's executors (0.4 on, and its v1 engine), SGLang, torchtitan
+      r"|less than (?:than )?max local gpu count|is larger than the number of available GPUs \(\d+\) in this node"
+      r"|Tensor parallel size \(\d+\) exceeds available GPUs|Invalid number of GPUs requested: \d+ \(available"
+      r"|(?:LOCAL_RANK=\d+ is outside|replica size \(\d+\) exceeds) the (?:number of )?visible \w+ device",
       "culprit", "Lightning (and others) compare the devices asked for with those present before starting "
       "('You requested gpu: [0, 1] / But your machine only has: [0]').",
       literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine",
                 "available devices", "required GPUs exceeds", "not enough devices available",
-                "Not enough available modules", "cannot be larger than the device count", "exceeds available GPUs"),
+                "Not enough available modules", "cannot be larger than the device count", "exceeds available GPUs",
+                "max local gpu count", "number of available GPUs", "Invalid number of GPUs requested", "visible "),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
     # Every public trace in the development set that had gone into set_device failed on the device index; a
     # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there. For
@@ -123,7 +128,9 @@ JOB: tuple[Signature, ...] = (
       r"|^\s*'(?:RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT)'\s*$"
       # mmengine, composer, Lightning's LSF environment, accelerate
       r"|[Ee]nvironment variable `?" + LAUNCHER_VARIABLES + r"`? (?:is not set|not found)"
-      r"|`" + LAUNCHER_VARIABLES + r"` env was not set",
+      r"|`" + LAUNCHER_VARIABLES + r"` env was not set"
+      # Megatron-Core's and torchtitan's own checks
+      r"|\b" + LAUNCHER_VARIABLES + r" (?:environment variable not set|must be set before)",
       "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
       "colossalai run), or the launcher variables were wiped.",
@@ -131,7 +138,8 @@ JOB: tuple[Signature, ...] = (
                 "KeyError: 'RANK'", "KeyError: 'LOCAL_", "KeyError: 'WORLD_SIZE'", "KeyError: 'NODE_RANK'", "KeyError: 'MASTER_", "KeyError: 'GROUP_RANK'",
                 "KeyError: 'SLURM_", "KeyError: 'OMPI_COMM_WORLD_", "KeyError: 'PMI", "_env_error(", "RANK'",
                 "SIZE'", "MASTER_ADDR'", "MASTER_PORT'", "parameter missing", "world_size must be positive",
-                "nvironment variable", "env was not set", "LOCAL_RANK is not in the environment"),
+                "nvironment variable", "env was not set", "LOCAL_RANK is not in the environment",
+                "must be set before"),
       suggests=("no-launcher",), family="launcher-variable", specificity=0.95),
     # A trace cut before its message says less than the message would: it counts as a side effect, so
     # any primary sign (the device error of set_device(int(os.environ["LOCAL_RANK"]))) outranks it.

@@ -732,6 +732,21 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('wrong-socket-interface', 'firewall',
      'node1:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n'
      'node1:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n'),
+    # vLLM's executors, old and new, and torchtitan: more ranks than the node's GPUs, in their own words.
+    ('too-few-gpus', None,
+     '    assert world_size <= cuda_device_count_stateless(), (\n'
+     'AssertionError: please set tensor_parallel_size (4) to less than max local gpu count (2)\n'),
+    ('too-few-gpus', None,
+     'ValueError: World size (8) is larger than the number of available GPUs (4) in this node. If this is '
+     "intentional and you are using: - ray, set '--distributed-executor-backend ray'.\n"),
+    ('too-few-gpus', None,
+     '[rank5]: ValueError: LOCAL_RANK=5 is outside the visible cuda device count (4).\n'),
+    # Megatron-Core's and torchtitan's own checks for a launcher's variables.
+    ('no-launcher', None,
+     'RuntimeError: Cannot determine world size: WORLD_SIZE environment variable not set and torch.distributed '
+     'is not initialized.\n'),
+    ('no-launcher', None,
+     'ValueError: LOCAL_RANK must be set before selecting a local device.\n'),
     # The same in CuPy's Device.use (NCCL code built on CuPy picks its GPU there).
     ('too-few-gpus', 'rank-as-device-id',
      '  File "/home/user/train/comm/nccl_backend.py", line 31, in __init__\n'
