@@ -9,8 +9,8 @@ warnings, torn-down workers, victims' watchdog lines), or context that only carr
 (device counts, interfaces, node counts) for diagnose's rules. Patterns are written from
 real torch/gloo/NCCL/DeepSpeed/accelerate output and tolerate neighbouring versions.
 This module holds the signatures of ports and addresses; signatures_transport.py those of NCCL's
-and gloo's transports; signatures_job.py those of the job's own setup, its devices and processes;
-signatures_context.py py-spy's stacks and context lines; symptoms.py matches them all.
+and gloo's transports; signatures_devices.py those of the job's devices and teardown;
+signatures_job.py those of its own setup and processes; signatures_context.py py-spy's stacks and context lines; symptoms.py matches them all.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The signature catalog and the matcher (pure): real output lines -> Symptoms.
 
 The catalog is data in signatures.py (ports, addresses: what a signature is),
-signatures_transport.py (NCCL's and gloo's transports), signatures_job.py (the job's setup,
-devices, processes) and signatures_context.py (py-spy's stacks, context lines); this module
+signatures_transport.py (NCCL's and gloo's transports), signatures_devices.py (the job's devices and
+teardown), signatures_job.py (its setup and processes) and signatures_context.py (py-spy's stacks, context lines); this module
 joins them and matches them against a capture's output.
 """
 
@@ -14,10 +14,11 @@ from typing import Iterable
 from .records import Capture, Symptom
 from .signatures import NETWORK, Signature
 from .signatures_context import CONTEXT
+from .signatures_devices import DEVICES
 from .signatures_job import JOB
 from .signatures_transport import TRANSPORT
 
-SIGNATURES: tuple[Signature, ...] = NETWORK + TRANSPORT + JOB + CONTEXT
+SIGNATURES: tuple[Signature, ...] = NETWORK + TRANSPORT + DEVICES + JOB + CONTEXT
 SIGNATURES_BY_ID = {signature.id: signature for signature in SIGNATURES}
 
 
