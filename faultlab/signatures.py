@@ -57,10 +57,13 @@ S = Signature
 LIBUV_LISTEN_FAILED = (r"server socket has failed to (?:bind|listen on any local network address)\. port: \d+, "
                        r"useIpv6: (?:\d|true|false), code: ")
 LIBUV_EADDRINUSE = r"(?:98|48|4091)\b"  # libuv's negative errno: Linux, macOS, Windows (libuv's own numbering)
+# vLLM and Megatron-Core take another port themselves when theirs is taken ("... Retrying with a new port.",
+# "... Binding to a random available port instead."): the run went on, so the line is no failure
+PORT_TAKEN_BUT_RECOVERED = r"(?!.{0,20}?(?:[Rr]etrying with a new port|[Bb]inding to a random available port))"
 NETWORK: tuple[Signature, ...] = (
     # -- ports and addresses -------------------------------------------------------------
     S("port-busy-check", "The launcher found the port taken before starting",
-      r"another process is utilizing it|[Pp]ort \S* ?is already in use", "culprit",
+      rf"another process is utilizing it|[Pp]ort \S* ?is already in use{PORT_TAKEN_BUT_RECOVERED}", "culprit",
       "accelerate (and other launchers) check MASTER_PORT first and name it taken by another process.",
       literals=("another process is utilizing it", "is already in use"), suggests=("port-in-use",),
       family="port-taken", specificity=0.9),
@@ -71,7 +74,7 @@ NETWORK: tuple[Signature, ...] = (
       literals=("TCPStore(",), suggests=("port-in-use", "wrong-master-port", "wrong-master-addr"),
       family="store-create", effect="side", specificity=0.4),
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
-      r"(?i)address already in use|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b"
+      rf"(?i)address already in use{PORT_TAKEN_BUT_RECOVERED}|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b"
       # HCCL (Ascend NPUs): EJ0003, and its listen failure that asks whether another process holds the port
       r"|The IP address and port have been bound already|whether the port is being used by other process"
       # torch elastic's store, once its retries of a taken port are spent

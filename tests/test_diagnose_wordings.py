@@ -732,6 +732,10 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('wrong-socket-interface', 'firewall',
      'node1:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n'
      'node1:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n'),
+    # A port found taken, and another taken at once by the program itself: the run went on.
+    (N, None,
+     'ERROR 12-01 10:00:00 [utils.py:211] Address already in use. Retrying with a new port.\n'
+     'ERROR Port 29500 is already in use. Binding to a random available port instead.\n'),
     # vLLM's executors, old and new, and torchtitan: more ranks than the node's GPUs, in their own words.
     ('too-few-gpus', None,
      '    assert world_size <= cuda_device_count_stateless(), (\n'
