@@ -79,6 +79,9 @@ RULES: tuple[Rule, ...] = (
          ("collective-mismatch", "straggler-rank"), 0.6,
          why="the script's own lines put ranks in different epochs at the same step: they ran different numbers of "
              "steps (uneven data per rank), so their collectives no longer pair up"),
+    Rule("ctx-rank-tensor-shape", "ranks disagree on the collective", ("collective-mismatch",), 0.75,
+         why="the script's own lines give ranks tensors of different sizes at one collective: they do not pair up "
+             "(NCCL hangs, or returns wrong data, gloo aborts)"),
     Rule("fr-trace-missing-ranks", "every rank of the group but one is missing from a collective", ("collective-mismatch",),
          0.9, why="torch's Flight Recorder analyzer finds every rank but one missing from a collective: that one "
                   "issued a collective no other rank did"),
@@ -184,10 +187,22 @@ RULES: tuple[Rule, ...] = (
          ("wrong-socket-interface", "firewall", "rank-crash", "link-down"), 0.6,
          why="a peer on another node was lost with no rank dead and no sign the communicator was ever complete: "
              "the nodes most likely never connected (interface, firewall)"),
+    Rule("store-recv-failed", "the store's connection was lost while the store was being created",
+         ("listen-backlog-overflow", "store-host-lost", "rank-crash"), 0.6,
+         why="the connection was reset or closed while this rank was still creating its store, before any "
+             "collective: the store host's listen queue overflowed as many ranks connected at once, or the host "
+             "went away"),
     Rule("store-barrier-timeout", "more ranks reached the barrier than the world holds",
          ("duplicate-node-rank", "world-size-mismatch", "shared-master-port"), 0.75,
          why="more ranks counted themselves in at the store than the world size: ranks of another launch (a "
              "repeated node rank, another job on the same store) joined this one"),
+    # A late or dead rank or two leave one or two missing; half a larger world missing is whole nodes counting
+    # themselves into another world (another size, another master)
+    *(Rule(barrier, "at most half the world reached the barrier, more than two ranks missing",
+           ("world-size-mismatch", "split-world", "straggler-rank"), 0.6,
+           why="half the world or more never counted itself in at this store: whole nodes joined another world "
+               "(one of another size, or with another master), rather than one rank being late")
+      for barrier in ("store-barrier-timeout", "store-barrier-waiting")),
     Rule("connection-closed-by-peer", "the store's host (node 0) went silent as a whole",
          ("store-host-lost", "rank-crash", "link-down"), 0.75,
          why="the peers lost ranks of node 0, and no rank of node 0 wrote a line: the store's host went away as a "

@@ -18,9 +18,10 @@ from .causes import CAUSES_BY_ID
 from .errors import BadInput
 from .flight_recorder.evidence import FLIGHT_RECORDER, DumpEvidence, evidence_from_dumps
 from .line_ranks import tasks_as_nodes
-from .log_facts import analyzer_odd_rank, read_facts, stamp_of, waited_seconds
+from .log_facts import read_facts, stamp_of, waited_seconds
 from .log_inputs import JobPlace, job_places, log_files
 from .log_scan import ERROR_LINES_KEPT, Evidence, scan_all, scan_stream
+from .rank_comparison import analyzer_odd_rank, script_shape_odd_rank
 from .symptoms import SIGNATURES_BY_ID, on_enough_nodes
 
 NOT_IN_CATALOG = "not-in-catalog"  # the answer for a log whose cause the catalog does not hold
@@ -263,7 +264,8 @@ def _name_culprit(culprits, victims, silent, facts, evidence, scans,
     ranks waited for; the one rank that never reported waiting while the others did; the
     worker the launcher saw die first, if it died by a signal or nobody else was waiting
     (otherwise that first failure is often a victim that timed out first); the rank torch's
-    Flight Recorder analyzer names (the one a collective's others are all missing from, the
+    Flight Recorder analyzer names (the one a collective's others are all missing from), or the
+    script's own lines (the one tensor of another size at a collective), or the analyzer again (the
     one at odds, the one without a dump); the worker the launcher did not terminate."""
     if len(culprits) == 1:
         rank, why = culprits[0], "the only rank with an error of its own"
@@ -312,6 +314,9 @@ def _culprit_by_absence(victims, silent, facts, dismissed: dict[str, str]) -> tu
     if odd is not None:
         return odd, (f"torch's Flight Recorder analyzer lists every other rank as missing from a collective rank {odd} "
                      "issued")
+    odd = script_shape_odd_rank(facts)
+    if odd is not None:
+        return odd, f"the script's own lines give rank {odd} a tensor of a size no other rank has at a collective"
     if len(facts.analyzer_at_fault) == 1:
         rank = next(iter(facts.analyzer_at_fault))
         return rank, (f"torch's Flight Recorder analyzer, comparing the ranks' dumps, names rank {rank} (at odds, or "

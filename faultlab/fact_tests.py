@@ -10,7 +10,8 @@ import collections
 from typing import Callable
 
 from .log_exits import STOPPED_EXITS
-from .log_facts import Facts, analyzer_odd_rank, ranks_in_different_epochs, stamp_of
+from .log_facts import Facts, stamp_of
+from .rank_comparison import analyzer_odd_rank, ranks_in_different_epochs
 from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
@@ -265,7 +266,10 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "an InfiniBand transfer failed on memory protection (status 4)": lambda f, s: 4 in f.ib_codes and 12 not in f.ib_codes,
     "more ranks reached the barrier than the world holds": lambda f, s: any(count > size
                                                                             for size, count in f.barrier_counts),
+    "at most half the world reached the barrier, more than two ranks missing": lambda f, s: any(
+        2 * count <= size and size - count > 2 for size, count in f.barrier_counts),
     "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
+    "the store's connection was lost while the store was being created": lambda f, s: "ctx-store-being-created" in s,
     "the store's host (node 0) went silent as a whole": lambda f, s: 0 in f.vanished_nodes,
     # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere; one killed
     # with its node leaves nothing at all. One that wrote its output and no error finished its own way.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import ipaddress
-import itertools
 import re
 
 from . import line_ranks, log_exits, log_stacks
@@ -34,6 +33,11 @@ WINSOCK_AS_POSIX = {10061: 111, 10060: 110, 10065: 113, 10051: 101, 10048: 98, 1
 SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
                          r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]{0,200})\])?")
+# A script's own line of a rank's tensor at a collective ("Rank 3 tensor before allreduce: torch.Size([8])"):
+# its rank as a label, the collective's name, the shape; every one of a line (a paste's lines may come joined).
+SCRIPT_TENSOR_SHAPE = re.compile(r"(?i)(?:^|[\[(:|\]#]\s*)rank\W{0,3}(\d{1,6})\b.{0,120}?"
+                                 r"\b(all_?reduce|all_?gather\w{0,16}|reduce_?scatter\w{0,16}|broadcast"
+                                 r"|all_?to_?all\w{0,16})\b.{0,80}?torch\.Size\(\[([\d, ]{0,80})\]\)")
 # A training script's own progress line: its rank, its epoch and the step within it ([i/N], step i, iter i).
 SCRIPT_RANK = re.compile(r"(?i)(?:^|[\[(:|\]]\s*)rank\W{0,3}(\d{1,6})\b")  # as a label, as ctx-rank-progress has it
 SCRIPT_EPOCH = re.compile(r"(?i)\bepoch\b\W{0,3}(\d{1,6})\b")
@@ -141,6 +145,7 @@ class Facts:
     fingerprints: list = dataclasses.field(default_factory=list)  # (rank, seq, op, shape)
     progress: dict = dataclasses.field(default_factory=dict)  # rank -> (last enqueued, last completed)
     script_epochs: dict = dataclasses.field(default_factory=dict)  # step -> {rank: epochs}, by the script's lines
+    script_shapes: dict = dataclasses.field(default_factory=dict)  # collective -> {rank: shapes}, by the script's lines
     exits: log_exits.Exits = dataclasses.field(default_factory=log_exits.Exits)
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
     ranks_named: set = dataclasses.field(default_factory=set)  # ranks that a line's label or its file names
@@ -184,6 +189,8 @@ class Facts:
                 return "ranks wait in one collective with different sizes"
             if len({seq for seq, _, _ in last.values()}) > 1:
                 return "ranks wait at different sequence numbers"
+        if any(len({frozenset(shapes) for shapes in ranks.values()}) > 1 for ranks in self.script_shapes.values()):
+            return "the script's own lines give ranks different tensor sizes at one collective"
         enqueued = {rank: progress[0] for rank, progress in self.progress.items() if rank is not None}
         if len(set(enqueued.values())) > 1:
             return "ranks have enqueued different numbers of collectives"
@@ -284,6 +291,9 @@ def _read_collectives(facts: Facts, rank, line: str) -> None:
     if script_rank and epoch and step and script_rank.start() < epoch.start():
         steps = facts.script_epochs.setdefault(_first_int(step), {})
         steps.setdefault(int(script_rank[1]), set()).add(int(epoch[1]))
+    for named_rank, collective, shape in SCRIPT_TENSOR_SHAPE.findall(line):
+        shapes = facts.script_shapes.setdefault(collective.lower().replace("_", ""), {})
+        shapes.setdefault(int(named_rank), set()).add(shape.replace(" ", ""))
     progress = WORK_PROGRESS.search(line)
     if progress:
         facts.progress[rank] = (int(progress[1]), int(progress[2]))
@@ -312,6 +322,7 @@ READERS = {
     "ctx-rank-announced": ("topology",), "ctx-interfaces": ("interfaces",),
     "collective-timeout": ("collectives",), "collective-mismatch-detail": ("collectives",),
     "ctx-work-progress": ("collectives",), "ctx-rank-progress": ("collectives",), "ctx-worker-exit": ("exits",),
+    "ctx-rank-tensor-shape": ("collectives",),
     "killed-by-signal": ("exits",),
     "worker-torn-down": ("exits",), "nccl-shm-failed": ("shm",), "no-space-left": ("shm",), "ctx-shm": ("shm",),
     "torch-shm-failed": ("shm",),
@@ -380,7 +391,7 @@ def read_facts(evidence) -> Facts:
                 facts.first_timeout_stamp = stamp if earliest is None else min(stamp, earliest)
             if rank is not None:
                 facts.timed_out[rank] = item.place.node
-        if item.signature in ("store-barrier-timeout", "store-barrier-waiting"):
+        if item.signature == "ctx-barrier-count":
             facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
         if item.signature in FLAGS:
             setattr(facts, FLAGS[item.signature], True)
@@ -400,37 +411,3 @@ def _memory_failure(line: str) -> str:
 
 def _ranks_listed(text: str) -> set[int]:
     return {int(rank) for rank in text.split(",") if rank.strip()}
-
-
-def analyzer_odd_rank(facts: Facts) -> int | None:
-    """The one rank that torch's Flight Recorder analyzer, in an entry of its report, does not list as missing
-    from a collective of its group while it lists all the others: that rank issued a collective no other rank
-    did. None where no entry says so, or entries name different ranks."""
-    odd = set()
-    for path, number, missing in facts.analyzer_missing:
-        group = next((ranks for where, at, ranks in facts.analyzer_expected
-                      if where == path and number < at <= number + ANALYZER_ENTRY_LINES), set())
-        present = group - missing
-        if len(present) == 1 and len(missing) >= 2:
-            odd |= present
-    return next(iter(odd)) if len(odd) == 1 else None
-
-
-def ranks_in_different_epochs(facts: Facts) -> bool:
-    """Two ranks' own progress lines put them in different epochs at the same step, with no epoch in common
-    there: in lockstep training they cannot be, unless they ran different numbers of steps (uneven data),
-    each collective then meeting another rank's different one. (A step count that restarts each epoch
-    gives every rank the same epochs at a step.)"""
-    return any(not (epochs & others) for by_rank in facts.script_epochs.values()
-               for epochs, others in itertools.combinations(by_rank.values(), 2))
-
-
-def ranks_behind(facts: Facts) -> list[int]:
-    """Ranks whose last collective is older than the others' (they never reached the newest one)."""
-    last = {rank: max(seq for seq, _ in entries) for rank, entries in facts.collectives.items() if rank is not None}
-    if len(set(last.values())) < 2:
-        return []
-    newest = max(last.values())
-    counts = collections.Counter(seq == newest for seq in last.values())
-    return sorted(rank for rank, seq in last.items() if seq != newest) if counts[True] >= counts[False] else []
-

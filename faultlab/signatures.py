@@ -130,8 +130,8 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.7),
     S("client-connect-failed", "Client could not connect to the store's address",
       # not torch's first try of localhost over IPv6, which fails (errno 97/99) on a host without it before the
-      # IPv4 try: a warning, not the failure
-      r"client socket has failed to connect to (?!\[(?:localhost|::1)\]:\d+ \(errno: 9[79]\b)"
+      # IPv4 try: a warning, not the failure (a paste's wrap may have split the name with a space)
+      r"client socket has failed to connect to (?!\[(?:l ?o ?c ?a ?l ?h ?o ?s ?t|: ?: ?1)\]:\d+ \(errno: 9[79]\b)"
       r".{0,300}?\((?:errno|system error): -?\d+", "culprit",
       "This process could not reach MASTER_ADDR:MASTER_PORT; the errno says how (111 refused, 110 timed "
       "out, 113 no route, 22 or 10049 an address that is not valid).",
@@ -167,10 +167,18 @@ NETWORK: tuple[Signature, ...] = (
       # a pod's name resolves only once the pod runs: a store host started late reads the same
       suggests=("wrong-master-addr", "late-store-host"), family="name-resolution"),
     S("rendezvous-connect-failed", "The launcher could not reach the rendezvous store",
-      r"RendezvousConnectionError|connection to the C10d store has failed", "culprit",
+      # (a keep-alive or a shutdown that failed so is rendezvous-keepalive-failed's: that store had been reached)
+      r"(?<!error of type )RendezvousConnectionError|connection to the C10d store has failed", "culprit",
       "This node's launcher could not connect to --rdzv_endpoint: wrong host or port, or blocked.", ("launcher",),
       literals=("RendezvousConnectionError", "connection to the C10d store has failed"),
       suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
+    S("rendezvous-keepalive-failed", "A launcher lost the rendezvous store after joining it",
+      r"has failed to (?:send a keep-alive heartbeat to|shutdown) the rendezvous", "victim",
+      "torchrun's agents send keep-alives to the c10d store (and close the rendezvous there) only once they joined "
+      "it: the store was reached, then went away with its host (node 0's agent), after a failure there or with "
+      "its machine.",
+      ("launcher",), literals=("keep-alive heartbeat", "failed to shutdown the rendezvous"), suggests=("store-host-lost", "rank-crash"),
+      family="peer-lost", effect="side", specificity=0.5),
     S("rendezvous-closed", "The rendezvous was closed before this node could join it",
       r"RendezvousClosedError", "victim",
       "The other nodes' launchers had already closed the rendezvous: they finished, or gave up after a "

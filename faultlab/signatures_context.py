@@ -120,6 +120,12 @@ CONTEXT: tuple[Signature, ...] = (
       "Where each rank stands in training by its own count: in lockstep training every rank is in the same epoch "
       "at a given step, so ranks whose lines disagree ran different numbers of steps (and so of collectives).", (),
       literals=("poch", "POCH"), effect="context", keep=256),
+    S("ctx-rank-tensor-shape", "A script's own line of a rank's tensor shape at a collective",
+      r"(?i)^.{0,120}?(?:^|[\[(:|\]#]\s*)rank\W{0,3}\d{1,6}\b.{0,120}?\b(?:all_?reduce|all_?gather|reduce_?scatter"
+      r"|broadcast|all_?to_?all)\w{0,16}\b.{0,80}?torch\.Size\(\[", "neutral",
+      "What each rank passes to a collective, as the script prints it: one collective takes tensors of one size "
+      "on every rank, so ranks whose sizes differ do not pair up.", (),
+      literals=("torch.Size([",), effect="context", keep=256),
     S("ctx-stack-thread", "A thread's header in a py-spy dump",
       r'^\s*Thread (?:0x)?[0-9A-Fa-f]+ \((?:idle|active|active\+gil|gil)\)(?:: "[^"]{0,100}")?\s*$', "neutral",
       "Where one thread's stack begins: its frames follow, innermost first (py-spy leaves out a name it cannot read).",
@@ -137,6 +143,17 @@ CONTEXT: tuple[Signature, ...] = (
       "The stack above it is mp.spawn's parent, a DataLoader worker or torchrun's agent: it waits by design.", (),
       literals=("multiprocessing/spawn.py:", "data/_utils/worker.py:", "distributed/elastic/agent/"),
       effect="context", keep=256),
+    S("ctx-store-being-created", "A frame of a rank creating its TCPStore client or server",
+      r"c10d::TCPStore::(?:TCPStore|waitForWorkers)\(|, in _create_(?:c10d|tcp)_store\b", "neutral",
+      "The trace was taken while this process created its store and counted itself in: no collective had run, "
+      "so a connection lost there was lost during the store's own handshake.", (),
+      literals=("c10d::TCPStore::", "in _create_c10d_store", "in _create_tcp_store"), effect="context", keep=1),
+    # Its own signature: a paste wrapped inside the barrier's long line keeps the counts on a line of their own
+    S("ctx-barrier-count", "The world size of init's store barrier, and how many ranks reached it",
+      r"world_size=\d+, worker_count=\d+", "neutral",
+      "How many ranks counted themselves in at the store against the world size: one or two missing is a rank "
+      "late or dead; half the world or more is nodes elsewhere; more than the world is another launch's ranks.", (),
+      literals=("worker_count=",), effect="context", keep=16),
     S("ctx-nccl-init-complete", "NCCL finished creating a communicator", r"Init COMPLETE", "neutral",
       "The ranks connected: a peer lost after this is lost mid-job, not a bootstrap that never connected.", (),
       literals=("Init COMPLETE",), effect="context", keep=1),

@@ -11,9 +11,11 @@ from .signatures import Signature
 
 S = Signature
 DEVICES: tuple[Signature, ...] = (
-    S("duplicate-gpu", "NCCL: two ranks on one GPU", r"Duplicate GPU detected", "culprit",
-      "Two ranks of one communicator use the same CUDA device: set_device(local_rank) is missing.",
-      literals=("Duplicate GPU detected",), suggests=("missing-set-device", "too-few-gpus"), family="device-index",
+    S("duplicate-gpu", "NCCL: two ranks on one GPU",
+      # HCCL's (Ascend NPUs) EI0015 says the same of two ranks on one NPU
+      r"Duplicate GPU detected|Duplicated GPU device is not allowed|has the same physical device ID ?\d* as rank",
+      "culprit", "Two ranks of one communicator use the same CUDA device: set_device(local_rank) is missing.",
+      literals=("Duplicate GPU detected", "Duplicated GPU device", "the same physical device ID"), suggests=("missing-set-device", "too-few-gpus"), family="device-index",
       specificity=0.7),
     S("invalid-device-ordinal", "CUDA: invalid device ordinal",
       r"[Ii]nvalid device ordinal|Invalid device id|device >= 0 && device < num_gpus|(?:cuda|hip)ErrorInvalidDevice\b"
@@ -36,6 +38,7 @@ DEVICES: tuple[Signature, ...] = (
       r"|There is not enough devices available for training|Not enough available modules for world_size"
       # SageMaker's model-parallel library; torchrun --virtual-local-rank, mapping local ranks on CUDA_VISIBLE_DEVICES
       r"|processes \d+ ?cannot be larger than the device count|local_rank \d+ exceeds available GPUs"
+      r"|world_size is larger than the total number of GPUs"
       # vLLM's executors (0.4 on, and its v1 engine), SGLang, torchtitan
       r"|less than (?:than )?max local gpu count|is larger than the number of available GPUs \(\d+\) in this node"
       r"|Tensor parallel size \(\d+\) exceeds available GPUs|Invalid number of GPUs requested: \d+ \(available"
@@ -45,7 +48,7 @@ DEVICES: tuple[Signature, ...] = (
       literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine",
                 "available devices", "required GPUs exceeds", "not enough devices available",
                 "Not enough available modules", "cannot be larger than the device count", "exceeds available GPUs",
-                "max local gpu count", "number of available GPUs", "Invalid number of GPUs requested", "visible "),
+                "max local gpu count", "number of available GPUs", "total number of GPUs", "Invalid number of GPUs requested", "visible "),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
     # Every public trace in the development set that had gone into set_device failed on the device index; a
     # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there. For

@@ -144,6 +144,12 @@ JOB: tuple[Signature, ...] = (
       "different sizes, or run with different NCCL settings (NCCL_PROTO, NCCL_ALGO).",
       literals=("message truncated",), suggests=("collective-mismatch",), family="collective-stall",
       specificity=0.75),
+    S("gloo-message-too-long", "gloo got more bytes from a peer than its receive buffer holds",
+      # gloo's check in its TCP pair, before and after its buffers took offsets
+      r"op\.preamble\.(?:roffset \+ op\.preamble\.)?length <= op\.(?:nbytes|buf->size_)", "culprit",
+      "A peer sent more than this rank posted for at the same step: the ranks passed tensors of different sizes "
+      "to one collective (gloo aborts the process on its failed check).",
+      literals=("op.preamble.",), suggests=("collective-mismatch",), family="collective-stall", specificity=0.8),
     S("workers-out-of-sync", "The framework found its workers out of step with each other",
       r"workers have fallen out of sync|gradients are inconsistent between workers"
       r"|(?:parameters|gradients) (?:are|were) not (?:synchroni[sz]ed|the same) across (?:ranks|workers)", "culprit",
@@ -168,6 +174,19 @@ JOB: tuple[Signature, ...] = (
       "created, it is most often two ranks on one GPU (no set_device, or more ranks than GPUs).",
       literals=("ncclInvalidUsage", "invalid usage"), suggests=("missing-set-device", "too-few-gpus"),
       family="device-index", specificity=0.35),
+    # -- a process stops without dying ----------------------------------------------------------
+    S("process-stuck-in-kernel", "A process is stopped, or stuck in the kernel in uninterruptible sleep",
+      r"\bINFO: task \S+:\d+ blocked for more than \d+ seconds"  # the kernel's hung-task detector
+      r"|^State:\s+[DT] \((?:disk sleep|stopped|tracing stop)\)"  # /proc/<pid>/status
+      # ps -o pid,stat,wchan: D (disk sleep) or T (stopped), and where in the kernel it waits
+      r"|^\s*\d+\s+[DT][sNl<+LWz]{0,4}\s+(?:nfs_|rpc_wait|io_schedule|do_signal_stop|ptrace_stop|folio_wait"
+      r"|wait_on_page|fuse_|jbd2_|xfs_|ext4_|blk_|ll_|ldlm_|mmfs)\w*", "culprit",
+      "A process that neither runs nor dies: stopped by a signal or a debugger, or asleep in the kernel on I/O "
+      "that does not return (a hung NFS or Lustre mount, a failing disk). As a rank it holds every collective.",
+      literals=("blocked for more than", "State:", "nfs_", "rpc_wait", "io_schedule", "do_signal_stop",
+                "ptrace_stop", "folio_wait", "wait_on_page", "fuse_", "jbd2_", "xfs_", "ext4_", "blk_", "ll_",
+                "ldlm_", "mmfs"),
+      suggests=("frozen-rank", "straggler-rank"), family="frozen", specificity=0.7),
     # -- a process dies ---------------------------------------------------------------------
     S("out-of-memory", "A rank ran out of GPU or host memory",
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"

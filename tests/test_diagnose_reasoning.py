@@ -896,3 +896,43 @@ def test_nccl_on_a_veth_beside_the_nic_is_a_lead_only_when_nothing_failed_across
     for failed in ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4 GiB.\n", "KeyError: 'model'\n",
                    "torchrun --nnodes=1 --nproc_per_node=2 train.py\n"):  # one host: no peer elsewhere to miss
         assert "wrong-socket-interface" not in _diagnose(tmp_path, interfaces + failed).answers(), failed
+
+
+def test_tensor_sizes_the_script_prints_per_rank_at_a_collective_are_compared(tmp_path):
+    line = "Rank {r} tensor before allreduce: torch.Size([{n}]) 1.0\n"
+    odd = "".join(line.format(r=r, n=409600 if r == 0 else 32768000) for r in range(4))
+    found = _diagnose(tmp_path, odd)
+    assert found.answers()[0] == "collective-mismatch" and found.culprit == 0, (found.answers(), found.culprit)
+    # every rank alike, sizes printed apart from any collective (a batch's shape), or one rank alone: nothing
+    assert not _diagnose(tmp_path, "".join(line.format(r=r, n=8) for r in range(4))).causes
+    assert not _diagnose(tmp_path, "".join(f"[rank{r}]: batch torch.Size([{8 + r}, 512])\n" for r in range(4))).causes
+    assert not _diagnose(tmp_path, line.format(r=0, n=8) + line.format(r=0, n=16)).causes
+    # two ranks of each size single out none
+    pairs = "".join(line.format(r=r, n=8 if r < 2 else 16) for r in range(4))
+    found = _diagnose(tmp_path, pairs)
+    assert found.answers()[0] == "collective-mismatch" and found.culprit is None
+
+
+def test_a_store_barrier_that_half_the_world_never_reached_is_whole_nodes_elsewhere(tmp_path):
+    timeout = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+               "store_based_barrier_key:1 (world_size={size}, worker_count={count}, timeout=0:30:00)\n")
+    answers = _diagnose(tmp_path, timeout.format(size=8, count=2)).answers()
+    assert answers[0] == "world-size-mismatch" and "split-world" in answers[:3], answers
+    for size, count in ((8, 7), (2, 1), (4, 2)):  # one or two ranks missing: late or dead
+        assert _diagnose(tmp_path, timeout.format(size=size, count=count)).answers()[0] == "straggler-rank"
+
+
+def test_a_store_connection_lost_while_the_store_is_created_is_its_listen_backlog(tmp_path):
+    reset = ("[trainer|12]:W0701 13:41:43.421574  4776 TCPStore.cpp:182] [c10d] recvValue failed on SocketImpl(fd=24, "
+             "...): Connection reset by peer\n")
+    frames = "[trainer|12]:#11 c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) from libtorch_cpu.so\n"
+    assert _diagnose(tmp_path, reset + frames).answers()[0] == "listen-backlog-overflow"
+    assert _diagnose(tmp_path, reset).answers()[0] == "rank-crash"  # mid-job: a peer that went away
+
+
+def test_a_launcher_that_lost_the_rendezvous_store_after_joining_it_lost_its_host(tmp_path):
+    keepalive = ("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'b_3427_0' has failed to send "
+                 "a keep-alive heartbeat to the rendezvous 'test' due to an error of type RendezvousConnectionError.\n")
+    assert _diagnose(tmp_path, keepalive).answers()[0] == "store-host-lost"
+    crash = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 970)\n"
+    assert _diagnose(tmp_path, crash + keepalive).answers()[0] == "rank-crash"  # node 0's failure came first

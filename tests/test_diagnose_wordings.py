@@ -732,6 +732,28 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('wrong-socket-interface', 'firewall',
      'node1:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n'
      'node1:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n'),
+    # gloo's check of a message longer than the receive posted, before and after its buffers took offsets.
+    ('collective-mismatch', None,
+     "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+     '  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= '
+     'op.nbytes. 256000 vs 128000\n'),
+    ('collective-mismatch', None,
+     '[enforce fail at gloo/transport/tcp/pair.cc:510] op.preamble.roffset + op.preamble.length <= '
+     'op.buf->size_. 8192 vs 4096\n'),
+    # Two ranks on one device, as HCCL (Ascend) and a torch build's own check word it.
+    ('missing-set-device', 'too-few-gpus',
+     'Communication_Error_Ranktable_Detect(EI0015):\n'
+     'Rank0 ... has the same physical device ID0 as rank1.\n'),
+    ('too-few-gpus', 'missing-set-device',
+     'RuntimeError: Duplicated GPU device is not allowed by NCCL. Rank [0] and rank [8] both attached to GPU '
+     'device 0 on the same host node1. Most likely your world_size is larger than the total number of GPUs\n'),
+    # A process that neither runs nor dies: the kernel's hung-task report, ps's D state, /proc's status.
+    ('frozen-rank', 'straggler-rank',
+     '[Mon Jan  1 00:00:00 2024] INFO: task python:4123 blocked for more than 120 seconds.\n'),
+    ('frozen-rank', 'straggler-rank',
+     ' PID  STAT WCHAN                    ELAPSED      COMMAND\n'
+     '1533  DNl  nfs_start_io_read      1-22:05:51 python train.py\n'),
+    ('frozen-rank', 'straggler-rank', 'Name:\tpython\nState:\tT (stopped)\n'),
     # A port found taken, and another taken at once by the program itself: the run went on.
     (N, None,
      'ERROR 12-01 10:00:00 [utils.py:211] Address already in use. Retrying with a new port.\n'
