@@ -79,7 +79,8 @@ RULES: tuple[Rule, ...] = (
          ("collective-mismatch", "straggler-rank"), 0.6,
          why="the script's own lines put ranks in different epochs at the same step: they ran different numbers of "
              "steps (uneven data per rank), so their collectives no longer pair up"),
-    Rule("ctx-rank-tensor-shape", "ranks disagree on the collective", ("collective-mismatch",), 0.75,
+    Rule("ctx-rank-tensor-shape", "the script's own lines give ranks different tensor sizes at one collective",
+         ("collective-mismatch",), 0.75,
          why="the script's own lines give ranks tensors of different sizes at one collective: they do not pair up "
              "(NCCL hangs, or returns wrong data, gloo aborts)"),
     Rule("fr-trace-missing-ranks", "every rank of the group but one is missing from a collective", ("collective-mismatch",),
@@ -188,10 +189,10 @@ RULES: tuple[Rule, ...] = (
          why="a peer on another node was lost with no rank dead and no sign the communicator was ever complete: "
              "the nodes most likely never connected (interface, firewall)"),
     Rule("store-recv-failed", "the store's connection was lost while the store was being created",
-         ("listen-backlog-overflow", "store-host-lost", "rank-crash"), 0.6,
+         ("listen-backlog-overflow", "store-host-lost", "wrong-master-port"), 0.6,
          why="the connection was reset or closed while this rank was still creating its store, before any "
-             "collective: the store host's listen queue overflowed as many ranks connected at once, or the host "
-             "went away"),
+             "collective: the store host's listen queue overflowed as many ranks connected at once, the host "
+             "went away, or what answered on that port was no store"),
     Rule("store-barrier-timeout", "more ranks reached the barrier than the world holds",
          ("duplicate-node-rank", "world-size-mismatch", "shared-master-port"), 0.75,
          why="more ranks counted themselves in at the store than the world size: ranks of another launch (a "

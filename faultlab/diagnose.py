@@ -264,9 +264,10 @@ def _name_culprit(culprits, victims, silent, facts, evidence, scans,
     ranks waited for; the one rank that never reported waiting while the others did; the
     worker the launcher saw die first, if it died by a signal or nobody else was waiting
     (otherwise that first failure is often a victim that timed out first); the rank torch's
-    Flight Recorder analyzer names (the one a collective's others are all missing from), or the
-    script's own lines (the one tensor of another size at a collective), or the analyzer again (the
-    one at odds, the one without a dump); the worker the launcher did not terminate."""
+    Flight Recorder analyzer names (the one a collective's others are all missing from); the one
+    rank whose tensor at a collective has a size no other rank's has, by the script's own lines;
+    the analyzer's again (the one at odds, the one without a dump); the worker the launcher did not
+    terminate."""
     if len(culprits) == 1:
         rank, why = culprits[0], "the only rank with an error of its own"
     elif culprits:

@@ -11,7 +11,7 @@ from typing import Callable
 
 from .log_exits import STOPPED_EXITS
 from .log_facts import Facts, stamp_of
-from .rank_comparison import analyzer_odd_rank, ranks_in_different_epochs
+from .rank_comparison import analyzer_odd_rank, ranks_in_different_epochs, script_shapes_apart
 from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
@@ -210,6 +210,25 @@ def _after_a_timeout(facts: Facts, path, line_number: int, line: str) -> bool:
     return stamp is not None and facts.first_timeout_stamp is not None and stamp >= facts.first_timeout_stamp
 
 
+def _barrier_reached(facts: Facts) -> dict[int, int]:
+    """World size -> the most ranks seen at init's store barrier: its waiting lines count up as ranks arrive, so
+    only the last (the timeout's own) says how many never came."""
+    reached: dict[int, int] = {}
+    for size, count in facts.barrier_counts:
+        reached[size] = max(count, reached.get(size, 0))
+    return reached
+
+
+STORE_TRACE_REACH = 40  # lines: how far from a lost store connection its own trace's frames lie, either way
+
+
+def _store_lost_while_created(facts: Facts) -> bool:
+    """A store connection lost with a frame of the store being created beside it, in the same file: Python's
+    trace above its error, C++'s below."""
+    return any(path == where and abs(line - at) <= STORE_TRACE_REACH
+               for path, line in facts.store_losses for where, at in facts.store_creations)
+
+
 # Named tests over the facts (and the signatures present): what a rule may ask.
 FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the device is chosen by the global rank": lambda f, s: "rank" in f.set_device_args,
@@ -264,12 +283,13 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     # Work completion status 4 (IBV_WC_LOC_PROT_ERR): the HCA could not use registered memory, as when
     # GPUDirect RDMA lacks its peer-memory module or PCIe ACS/IOMMU redirects peer traffic.
     "an InfiniBand transfer failed on memory protection (status 4)": lambda f, s: 4 in f.ib_codes and 12 not in f.ib_codes,
-    "more ranks reached the barrier than the world holds": lambda f, s: any(count > size
-                                                                            for size, count in f.barrier_counts),
+    "more ranks reached the barrier than the world holds": lambda f, s: any(
+        count > size for size, count in _barrier_reached(f).items()),
     "at most half the world reached the barrier, more than two ranks missing": lambda f, s: any(
-        2 * count <= size and size - count > 2 for size, count in f.barrier_counts),
+        2 * count <= size and size - count > 2 for size, count in _barrier_reached(f).items()),
     "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
-    "the store's connection was lost while the store was being created": lambda f, s: "ctx-store-being-created" in s,
+    "the store's connection was lost while the store was being created": lambda f, s: _store_lost_while_created(f),
+    "the script's own lines give ranks different tensor sizes at one collective": lambda f, s: script_shapes_apart(f),
     "the store's host (node 0) went silent as a whole": lambda f, s: 0 in f.vanished_nodes,
     # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere; one killed
     # with its node leaves nothing at all. One that wrote its output and no error finished its own way.

@@ -15,6 +15,7 @@ import re
 
 from . import line_ranks, log_exits, log_stacks
 from .flight_recorder.report import CULPRIT_RANK, EXPECTED_RANKS, MISSING_RANKS, NO_DUMP_RANKS
+from .signatures_context import BARRIER_COUNT_WORDS, SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE
 from .signatures_job import HOST_MEMORY_KILL
 
 NUMBER = r"(-?\d+)"
@@ -33,11 +34,8 @@ WINSOCK_AS_POSIX = {10061: 111, 10060: 110, 10065: 113, 10051: 101, 10048: 98, 1
 SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
                          r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]{0,200})\])?")
-# A script's own line of a rank's tensor at a collective ("Rank 3 tensor before allreduce: torch.Size([8])"):
-# its rank as a label, the collective's name, the shape; every one of a line (a paste's lines may come joined).
-SCRIPT_TENSOR_SHAPE = re.compile(r"(?i)(?:^|[\[(:|\]#]\s*)rank\W{0,3}(\d{1,6})\b.{0,120}?"
-                                 r"\b(all_?reduce|all_?gather\w{0,16}|reduce_?scatter\w{0,16}|broadcast"
-                                 r"|all_?to_?all\w{0,16})\b.{0,80}?torch\.Size\(\[([\d, ]{0,80})\]\)")
+# every one of a line: a paste's lines may come joined
+SCRIPT_TENSOR_SHAPE = re.compile(SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE)
 # A training script's own progress line: its rank, its epoch and the step within it ([i/N], step i, iter i).
 SCRIPT_RANK = re.compile(r"(?i)(?:^|[\[(:|\]]\s*)rank\W{0,3}(\d{1,6})\b")  # as a label, as ctx-rank-progress has it
 SCRIPT_EPOCH = re.compile(r"(?i)\bepoch\b\W{0,3}(\d{1,6})\b")
@@ -65,7 +63,7 @@ MEMORY_KILL = re.compile(HOST_MEMORY_KILL)
 NCCL_LINE = re.compile(r"\bNCCL (?:WARN|INFO)\b")  # NCCL's own log line
 INTERFACE = re.compile(r"\[\d+\]([A-Za-z][\w.@-]*):|Using ([A-Za-z][\w.@-]*):")
 BRIDGE_NAMES = ("br-", "veth", "docker", "virbr", "cni", "flannel")
-BARRIER_COUNT = re.compile(r"world_size=(\d+), worker_count=(\d+)")
+BARRIER_COUNT = re.compile(BARRIER_COUNT_WORDS)
 AWAITED_KEY = re.compile(r"keys?: \[?'?([^\s,']+?)/(\d+)'?\]?(?:[\s,]|$)")
 # NCCL's bootstrap through the store names the rank whose unique id never came.
 AWAITED_UNIQUE_ID = re.compile(r"retrieving ncclUniqueId from \[(\d+)\]")
@@ -77,7 +75,6 @@ LAGGING_RANKS = re.compile(r"\[([\d, ]+)\] (?:are the lagging ranks|joined but d
 ANALYZER_AT_FAULT = re.compile(f"{CULPRIT_RANK}|{NO_DUMP_RANKS}")
 ANALYZER_MISSING = re.compile(MISSING_RANKS)
 ANALYZER_EXPECTED = re.compile(EXPECTED_RANKS)
-ANALYZER_ENTRY_LINES = 12  # an entry's group comes a few lines after the ranks missing from it
 PATH = re.compile(r"""(?:^|[\s'"<(])(/[\w.@+-]+(?:/[\w.@+-]+)*)""")
 SHM_PATHS = ("/dev/shm", "/torch_", "/nccl-")  # /dev/shm itself, and the names shm_open gives its files
 IB_CODE = re.compile(r"(?:with error|status=|completion error) ?(?:IBV_WC_\w+\()?(\d+)")  # NCCL >= 2.29 names the status
@@ -169,6 +166,9 @@ class Facts:
     first_timeout_lines: dict = dataclasses.field(default_factory=dict)  # file -> its first collective timeout's line
     first_timeout_stamp: float | None = None  # when the first collective timeout was written (stamp_of)
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
+    # (file, line number) of each store connection lost, and of each frame of a store being created
+    store_losses: list = dataclasses.field(default_factory=list)
+    store_creations: list = dataclasses.field(default_factory=list)
     nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)
     stacks: list = dataclasses.field(default_factory=list)  # log_stacks.Stack, one per thread of py-spy dumps
 
@@ -189,8 +189,6 @@ class Facts:
                 return "ranks wait in one collective with different sizes"
             if len({seq for seq, _, _ in last.values()}) > 1:
                 return "ranks wait at different sequence numbers"
-        if any(len({frozenset(shapes) for shapes in ranks.values()}) > 1 for ranks in self.script_shapes.values()):
-            return "the script's own lines give ranks different tensor sizes at one collective"
         enqueued = {rank: progress[0] for rank, progress in self.progress.items() if rank is not None}
         if len(set(enqueued.values())) > 1:
             return "ranks have enqueued different numbers of collectives"
@@ -369,11 +367,7 @@ def read_facts(evidence) -> Facts:
             facts.exits.read(item)
         if "shm" in readers:
             _read_shm(facts, item.signature, line)
-        if "store" in readers:
-            facts.awaited_ranks.update(int(rank) for _, rank in AWAITED_KEY.findall(line))
-            facts.awaited_ranks.update(int(rank) for rank in AWAITED_UNIQUE_ID.findall(line))
-            for listed, single in LAGGING_RANKS.findall(line):
-                facts.awaited_ranks.update(int(rank) for rank in (listed or single).split(",") if rank.strip())
+        _read_store(facts, item, "store" in readers)
         if "analyzer" in readers:
             for culprit, undumped in ANALYZER_AT_FAULT.findall(line):
                 facts.analyzer_at_fault.update(_ranks_listed(culprit) | _ranks_listed(undumped))
@@ -391,14 +385,28 @@ def read_facts(evidence) -> Facts:
                 facts.first_timeout_stamp = stamp if earliest is None else min(stamp, earliest)
             if rank is not None:
                 facts.timed_out[rank] = item.place.node
-        if item.signature == "ctx-barrier-count":
-            facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
         if item.signature in FLAGS:
             setattr(facts, FLAGS[item.signature], True)
         if item.signature in NETWORK_SIGNATURES:
             _read_network(facts, line)
     facts.stacks = log_stacks.read_stacks(item for item in evidence if item.signature in log_stacks.SIGNATURES)
     return facts
+
+
+def _read_store(facts: Facts, item, names_awaited: bool) -> None:
+    """The ranks others waited for at the store, the counts at init's barrier, and where a store connection was
+    lost or a store was being created."""
+    line = item.line
+    if names_awaited:
+        facts.awaited_ranks.update(int(rank) for _, rank in AWAITED_KEY.findall(line))
+        facts.awaited_ranks.update(int(rank) for rank in AWAITED_UNIQUE_ID.findall(line))
+        for listed, single in LAGGING_RANKS.findall(line):
+            facts.awaited_ranks.update(int(rank) for rank in (listed or single).split(",") if rank.strip())
+    if item.signature in ("ctx-barrier-count", "store-barrier-timeout"):
+        facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
+    if item.signature in ("store-recv-failed", "ctx-store-being-created"):
+        found = facts.store_losses if item.signature == "store-recv-failed" else facts.store_creations
+        found.append((item.path, item.line_number))
 
 
 def _memory_failure(line: str) -> str:

@@ -6,23 +6,30 @@ The facts themselves are read in log_facts.py.
 
 from __future__ import annotations
 
-import collections
 import itertools
 
-from .log_facts import ANALYZER_ENTRY_LINES, Facts
+from .log_facts import Facts
+
+ANALYZER_ENTRY_LINES = 12  # an entry's group comes a few lines after the ranks missing from it
+
+
+def script_shapes_apart(facts: Facts) -> bool:
+    """Two ranks whose tensors at one collective, by the script's own lines, have no size in common. (Sizes
+    that change from step to step, or a log cut earlier on one rank, still leave sizes in common.)"""
+    return any(not (shapes & others) for by_rank in facts.script_shapes.values()
+               for shapes, others in itertools.combinations(by_rank.values(), 2))
 
 
 def script_shape_odd_rank(facts: Facts) -> int | None:
-    """The one rank whose tensor at a collective, by the script's own lines, has a size all the others (two or
-    more, agreeing) do not. None where no collective's lines single one out, or they single out different ranks."""
+    """The one rank whose tensors at a collective, by the script's own lines, share no size with any other
+    rank's, while each of the others (two or more) shares one with another. None where no collective's lines
+    single one out, or they single out different ranks."""
     odd = set()
-    for ranks in facts.script_shapes.values():
-        groups = collections.defaultdict(list)
-        for rank, shapes in ranks.items():
-            groups[frozenset(shapes)].append(rank)
-        sizes = sorted(len(members) for members in groups.values())
-        if sizes[:1] == [1] and len(sizes) == 2 and sizes[1] >= 2:
-            odd |= {members[0] for members in groups.values() if len(members) == 1}
+    for by_rank in facts.script_shapes.values():
+        apart = [rank for rank, shapes in by_rank.items()
+                 if not any(shapes & others for other, others in by_rank.items() if other != rank)]
+        if len(apart) == 1 and len(by_rank) >= 3:
+            odd.add(apart[0])
     return next(iter(odd)) if len(odd) == 1 else None
 
 

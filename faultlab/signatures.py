@@ -10,7 +10,8 @@ warnings, torn-down workers, victims' watchdog lines), or context that only carr
 real torch/gloo/NCCL/DeepSpeed/accelerate output and tolerate neighbouring versions.
 This module holds the signatures of ports and addresses; signatures_transport.py those of NCCL's
 and gloo's transports; signatures_devices.py those of the job's devices and teardown;
-signatures_job.py those of its own setup and processes; signatures_context.py py-spy's stacks and context lines; symptoms.py matches them all.
+signatures_job.py those of its own setup and processes; signatures_context.py py-spy's stacks and
+context lines; symptoms.py matches them all.
 """
 
 from __future__ import annotations
@@ -57,9 +58,11 @@ S = Signature
 LIBUV_LISTEN_FAILED = (r"server socket has failed to (?:bind|listen on any local network address)\. port: \d+, "
                        r"useIpv6: (?:\d|true|false), code: ")
 LIBUV_EADDRINUSE = r"(?:98|48|4091)\b"  # libuv's negative errno: Linux, macOS, Windows (libuv's own numbering)
-# vLLM and Megatron-Core take another port themselves when theirs is taken ("... Retrying with a new port.",
-# "... Binding to a random available port instead."): the run went on, so the line is no failure
-PORT_TAKEN_BUT_RECOVERED = r"(?!.{0,20}?(?:[Rr]etrying with a new port|[Bb]inding to a random available port))"
+# vLLM, SGLang, verl and Megatron-Core take another port themselves when theirs is taken ("... Retrying with a
+# new port.", "..., trying port N", "... Binding to a random available port instead."): the run went on, so the
+# line is no failure
+PORT_TAKEN_BUT_RECOVERED = (r"(?!.{0,20}?(?:[Rr]etrying with a new port|[Bb]inding to a random available port"
+                            r"|trying port \d+))")
 NETWORK: tuple[Signature, ...] = (
     # -- ports and addresses -------------------------------------------------------------
     S("port-busy-check", "The launcher found the port taken before starting",
@@ -74,7 +77,8 @@ NETWORK: tuple[Signature, ...] = (
       literals=("TCPStore(",), suggests=("port-in-use", "wrong-master-port", "wrong-master-addr"),
       family="store-create", effect="side", specificity=0.4),
     S("address-in-use", "Store server cannot bind MASTER_PORT (EADDRINUSE)",
-      rf"(?i)address already in use{PORT_TAKEN_BUT_RECOVERED}|EADDRINUSE|errno: 98\b|Only one usage of each socket address|errno: 10048\b"
+      rf"(?i)address already in use{PORT_TAKEN_BUT_RECOVERED}|EADDRINUSE|errno: 98\b"
+      r"|Only one usage of each socket address|errno: 10048\b"
       # HCCL (Ascend NPUs): EJ0003, and its listen failure that asks whether another process holds the port
       r"|The IP address and port have been bound already|whether the port is being used by other process"
       # torch elastic's store, once its retries of a taken port are spent
@@ -167,17 +171,17 @@ NETWORK: tuple[Signature, ...] = (
       # a pod's name resolves only once the pod runs: a store host started late reads the same
       suggests=("wrong-master-addr", "late-store-host"), family="name-resolution"),
     S("rendezvous-connect-failed", "The launcher could not reach the rendezvous store",
-      # (a keep-alive or a shutdown that failed so is rendezvous-keepalive-failed's: that store had been reached)
+      # (not a keep-alive that failed so, rendezvous-keepalive-failed's: that store had been reached; nor the
+      # shutdown that every exit path tries, joined or not, after a run that succeeded too)
       r"(?<!error of type )RendezvousConnectionError|connection to the C10d store has failed", "culprit",
       "This node's launcher could not connect to --rdzv_endpoint: wrong host or port, or blocked.", ("launcher",),
       literals=("RendezvousConnectionError", "connection to the C10d store has failed"),
       suggests=("wrong-master-addr", "firewall", "wrong-master-port"), family="connect-failed", specificity=0.7),
     S("rendezvous-keepalive-failed", "A launcher lost the rendezvous store after joining it",
-      r"has failed to (?:send a keep-alive heartbeat to|shutdown) the rendezvous", "victim",
-      "torchrun's agents send keep-alives to the c10d store (and close the rendezvous there) only once they joined "
-      "it: the store was reached, then went away with its host (node 0's agent), after a failure there or with "
-      "its machine.",
-      ("launcher",), literals=("keep-alive heartbeat", "failed to shutdown the rendezvous"), suggests=("store-host-lost", "rank-crash"),
+      r"has failed to send a keep-alive heartbeat to the rendezvous", "victim",
+      "torchrun's agents send keep-alives to the c10d store only once they joined the rendezvous: the store was "
+      "reached, then went away with its host (node 0's agent), after a failure there or with its machine.",
+      ("launcher",), literals=("keep-alive heartbeat",), suggests=("store-host-lost", "rank-crash"),
       family="peer-lost", effect="side", specificity=0.5),
     S("rendezvous-closed", "The rendezvous was closed before this node could join it",
       r"RendezvousClosedError", "victim",
@@ -210,9 +214,11 @@ NETWORK: tuple[Signature, ...] = (
       "count): that rank was late or had died.", literals=("Timeout waiting for key",),
       suggests=("straggler-rank", "rank-crash"), family="waiting", specificity=0.6),
     S("store-barrier-waiting", "Ranks still waiting at init's store barrier",
-      r"Waiting in store based barrier to initialize process group for rank", "victim",
+      # torch <= 1.13 names the rank next, torch 2 the seconds waited so far
+      r"Waiting in store based barrier to initialize process group for (?:rank|[\d.]+ seconds)", "victim",
       "init_process_group's barrier logs this while fewer ranks than the world size have arrived "
-      "(worker_count < world_size): a slow or missing rank, or a wrong world size.",
+      "(worker_count, num_workers_joined in torch 2, below world_size): a slow or missing rank, or a wrong world "
+      "size.",
       literals=("Waiting in store based barrier",), suggests=("straggler-rank", "world-size-mismatch", "rank-crash"),
       family="waiting", effect="side", specificity=0.4),
     S("store-barrier-timeout", "The store-based barrier of init_process_group timed out",
@@ -294,7 +300,8 @@ NETWORK: tuple[Signature, ...] = (
       # torch <= 2.1's store client, as the exception's whole message
       r"|^(?:RuntimeError|torch\.distributed\.DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$",
       "victim",
-      "The store's server (node 0's launcher) went away: usually torn down after another failure.",
+      "The store's server (node 0's launcher) went away: usually torn down after another failure; lost while the "
+      "store was still being created, the server reset the handshake (a rule reads that).",
       literals=("ailed to recv", "Failed to send, sent 0 bytes", "failed on SocketImpl", "Connection reset by peer",
                 "Broken pipe"),
       suggests=("rank-crash", "store-host-lost"),

@@ -11,6 +11,13 @@ from .flight_recorder.report import EXPECTED_RANKS, MISSING_RANKS, NO_DUMP_RANKS
 from .signatures import Signature
 
 S = Signature
+# A script's own line of a rank's tensor at a collective ("Rank 3 tensor before allreduce: torch.Size([8])"): its
+# rank as a label, the collective's name, the shape. Not all_to_all: its sizes differ across ranks by design.
+SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE = (r"(?i)(?:^|[\[(:|\]#]\s*)rank\W{0,3}(\d{1,6})\b.{0,120}?"
+                                     r"\b(all_?reduce\w{0,16}|all_?gather\w{0,16}|reduce_?scatter\w{0,16}"
+                                     r"|broadcast)\b.{0,80}?torch\.Size\(\[([\d, ]{0,80})\]\)")
+# init's store barrier: its world size, and the ranks that reached it (torch <= 1.13's words, then torch 2's)
+BARRIER_COUNT_WORDS = r"world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+)"
 CONTEXT: tuple[Signature, ...] = (
     # py-spy's dumps of hung ranks: read as stacks (a thread's header, then its frames, innermost first),
     # so the one main thread that waits outside every collective stands out (log_stacks.read_stacks).
@@ -121,8 +128,7 @@ CONTEXT: tuple[Signature, ...] = (
       "at a given step, so ranks whose lines disagree ran different numbers of steps (and so of collectives).", (),
       literals=("poch", "POCH"), effect="context", keep=256),
     S("ctx-rank-tensor-shape", "A script's own line of a rank's tensor shape at a collective",
-      r"(?i)^.{0,120}?(?:^|[\[(:|\]#]\s*)rank\W{0,3}\d{1,6}\b.{0,120}?\b(?:all_?reduce|all_?gather|reduce_?scatter"
-      r"|broadcast|all_?to_?all)\w{0,16}\b.{0,80}?torch\.Size\(\[", "neutral",
+      SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE, "neutral",
       "What each rank passes to a collective, as the script prints it: one collective takes tensors of one size "
       "on every rank, so ranks whose sizes differ do not pair up.", (),
       literals=("torch.Size([",), effect="context", keep=256),
@@ -150,10 +156,10 @@ CONTEXT: tuple[Signature, ...] = (
       literals=("c10d::TCPStore::", "in _create_c10d_store", "in _create_tcp_store"), effect="context", keep=1),
     # Its own signature: a paste wrapped inside the barrier's long line keeps the counts on a line of their own
     S("ctx-barrier-count", "The world size of init's store barrier, and how many ranks reached it",
-      r"world_size=\d+, worker_count=\d+", "neutral",
+      BARRIER_COUNT_WORDS, "neutral",
       "How many ranks counted themselves in at the store against the world size: one or two missing is a rank "
       "late or dead; half the world or more is nodes elsewhere; more than the world is another launch's ranks.", (),
-      literals=("worker_count=",), effect="context", keep=16),
+      literals=("worker_count=", "num_workers_joined="), effect="context", keep=16),
     S("ctx-nccl-init-complete", "NCCL finished creating a communicator", r"Init COMPLETE", "neutral",
       "The ranks connected: a peer lost after this is lost mid-job, not a bootstrap that never connected.", (),
       literals=("Init COMPLETE",), effect="context", keep=1),

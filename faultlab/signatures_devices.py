@@ -1,8 +1,9 @@
 """The signatures of the job's devices and its teardown: which GPU each rank uses, and a process group
 set up again without being destroyed.
 
-What a signature is, and the ports and addresses: signatures.py; the job's own setup and its processes:
-signatures_job.py.
+What a signature is, and the ports and addresses: signatures.py; NCCL's and gloo's transports:
+signatures_transport.py; the job's own setup and its processes: signatures_job.py; py-spy's stacks and the context
+lines that only carry facts: signatures_context.py.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ S = Signature
 DEVICES: tuple[Signature, ...] = (
     S("duplicate-gpu", "NCCL: two ranks on one GPU",
       # HCCL's (Ascend NPUs) EI0015 says the same of two ranks on one NPU
-      r"Duplicate GPU detected|Duplicated GPU device is not allowed|has the same physical device ID ?\d* as rank",
+      r"Duplicate GPU detected|Duplicated GPU device is not allowed"
+      r"|has the same physical device ID ?\d* as (?:the )?rank",
       "culprit", "Two ranks of one communicator use the same CUDA device: set_device(local_rank) is missing.",
-      literals=("Duplicate GPU detected", "Duplicated GPU device", "the same physical device ID"), suggests=("missing-set-device", "too-few-gpus"), family="device-index",
+      literals=("Duplicate GPU detected", "Duplicated GPU device", "the same physical device ID"),
+      suggests=("missing-set-device", "too-few-gpus"), family="device-index",
       specificity=0.7),
     S("invalid-device-ordinal", "CUDA: invalid device ordinal",
       r"[Ii]nvalid device ordinal|Invalid device id|device >= 0 && device < num_gpus|(?:cuda|hip)ErrorInvalidDevice\b"
@@ -39,16 +42,18 @@ DEVICES: tuple[Signature, ...] = (
       # SageMaker's model-parallel library; torchrun --virtual-local-rank, mapping local ranks on CUDA_VISIBLE_DEVICES
       r"|processes \d+ ?cannot be larger than the device count|local_rank \d+ exceeds available GPUs"
       r"|world_size is larger than the total number of GPUs"
-      # vLLM's executors (0.4 on, and its v1 engine), SGLang, torchtitan
+      # vLLM's executors (0.4 on, and its v1 engine), SGLang, torchtitan; not vLLM's Ray warning that the tensor
+      # parallel size exceeds the head node's GPUs, which every multi-node Ray deployment prints
       r"|less than (?:than )?max local gpu count|is larger than the number of available GPUs \(\d+\) in this node"
-      r"|Tensor parallel size \(\d+\) exceeds available GPUs|Invalid number of GPUs requested: \d+ \(available"
+      r"|Invalid number of GPUs requested: \d+ \(available"
       r"|(?:LOCAL_RANK=\d+ is outside|replica size \(\d+\) exceeds) the (?:number of )?visible \w+ device",
       "culprit", "Lightning (and others) compare the devices asked for with those present before starting "
       "('You requested gpu: [0, 1] / But your machine only has: [0]').",
       literals=("But your machine only has", "GPUs but only", "GPU but only", "GPUs but the machine",
                 "available devices", "required GPUs exceeds", "not enough devices available",
                 "Not enough available modules", "cannot be larger than the device count", "exceeds available GPUs",
-                "max local gpu count", "number of available GPUs", "total number of GPUs", "Invalid number of GPUs requested", "visible "),
+                "max local gpu count", "number of available GPUs", "total number of GPUs",
+                "Invalid number of GPUs requested", "is outside the visible", "exceeds the number of visible"),
       suggests=("too-few-gpus",), family="device-index", specificity=0.9),
     # Every public trace in the development set that had gone into set_device failed on the device index; a
     # side effect, so the error line (busy, out of memory, a broken driver) decides wherever it is there. For

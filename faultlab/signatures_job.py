@@ -61,7 +61,9 @@ JOB: tuple[Signature, ...] = (
       r"|[Ee]nvironment variable `?" + LAUNCHER_VARIABLES + r"`? (?:is not set|not found)"
       r"|`" + LAUNCHER_VARIABLES + r"` env was not set"
       # Megatron-Core's and torchtitan's own checks
-      r"|\b" + LAUNCHER_VARIABLES + r" (?:environment variable not set|must be set before)",
+      # (not torch-neuronx's warning that it defaults the variable and goes on)
+      r"|\b" + LAUNCHER_VARIABLES + r" (?:environment variable not set(?!, (?:defaulting|assuming|using))"
+      r"|must be set before)",
       "culprit",
       "The script was not started by torchrun or the launcher it expects (srun, mpirun, deepspeed, accelerate, "
       "colossalai run), or the launcher variables were wiped.",
@@ -175,18 +177,24 @@ JOB: tuple[Signature, ...] = (
       literals=("ncclInvalidUsage", "invalid usage"), suggests=("missing-set-device", "too-few-gpus"),
       family="device-index", specificity=0.35),
     # -- a process stops without dying ----------------------------------------------------------
-    S("process-stuck-in-kernel", "A process is stopped, or stuck in the kernel in uninterruptible sleep",
-      r"\bINFO: task \S+:\d+ blocked for more than \d+ seconds"  # the kernel's hung-task detector
-      r"|^State:\s+[DT] \((?:disk sleep|stopped|tracing stop)\)"  # /proc/<pid>/status
-      # ps -o pid,stat,wchan: D (disk sleep) or T (stopped), and where in the kernel it waits
-      r"|^\s*\d+\s+[DT][sNl<+LWz]{0,4}\s+(?:nfs_|rpc_wait|io_schedule|do_signal_stop|ptrace_stop|folio_wait"
-      r"|wait_on_page|fuse_|jbd2_|xfs_|ext4_|blk_|ll_|ldlm_|mmfs)\w*", "culprit",
-      "A process that neither runs nor dies: stopped by a signal or a debugger, or asleep in the kernel on I/O "
-      "that does not return (a hung NFS or Lustre mount, a failing disk). As a rank it holds every collective.",
-      literals=("blocked for more than", "State:", "nfs_", "rpc_wait", "io_schedule", "do_signal_stop",
-                "ptrace_stop", "folio_wait", "wait_on_page", "fuse_", "jbd2_", "xfs_", "ext4_", "blk_", "ll_",
-                "ldlm_", "mmfs"),
+    S("kernel-hung-task", "The kernel found a task blocked in it for minutes",
+      r"\bINFO: task \S+:\d+ blocked for more than \d+ seconds", "culprit",
+      "The kernel's hung-task detector: a process asleep in the kernel, uninterruptibly, on I/O that does not "
+      "return (a hung NFS or Lustre mount, a failing disk). As a rank it neither runs nor dies, and holds every "
+      "collective.", literals=("blocked for more than",),
       suggests=("frozen-rank", "straggler-rank"), family="frozen", specificity=0.7),
+    # One look at a process's state: a moment in uninterruptible sleep is ordinary I/O, so weaker than the above;
+    # but ps's or /proc's view of a rank is what someone looking into a hang takes
+    S("process-stopped-or-in-disk-sleep", "A process seen stopped, or asleep in the kernel on I/O",
+      r"^State:\s+(?:D \(disk sleep\)|T \(stopped\)|t \(tracing stop\))"  # /proc/<pid>/status
+      # ps -o pid,stat,wchan: D (disk sleep), T (stopped) or t (a debugger's), and where in the kernel it waits
+      r"|^\s*\d+\s+[DTt][sNl<+LWz]{0,4}\s+(?:nfs_|rpc_wait|io_schedule|do_signal_stop|ptrace_stop|folio_wait"
+      r"|wait_on_page|fuse_|jbd2_|xfs_|ext4_|blk_|ll_file|ldlm_|mmfs)\w*", "culprit",
+      "A process stopped by a signal or a debugger, or asleep in the kernel on I/O: where it stays so (a hung "
+      "mount, a stopped container), a rank that neither runs nor dies holds every collective.",
+      literals=("State:", "nfs_", "rpc_wait", "io_schedule", "do_signal_stop", "ptrace_stop", "folio_wait",
+                "wait_on_page", "fuse_", "jbd2_", "xfs_", "ext4_", "blk_", "ll_file", "ldlm_", "mmfs"),
+      suggests=("frozen-rank", "straggler-rank"), family="frozen", specificity=0.65),
     # -- a process dies ---------------------------------------------------------------------
     S("out-of-memory", "A rank ran out of GPU or host memory",
       r"(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|DefaultCPUAllocator: (?:can't allocate"

@@ -58,7 +58,8 @@ TRANSPORT: tuple[Signature, ...] = (
       # (a device name has no spaces or colons: a bounded token keeps a long line of "NET/IB:" linear)
       # (NCCL <= 2.18 print every event as "Got async event : <event>", 2.19-2.26 every non-fatal one as "Got
       # async error event: <event>": a port active again, an SM or GID change is not the link failing)
-      r"NET/IB\w* ?: ?(?:[^\s:]+:\d+ )?Got async (?:event ?: ?[\w ]{0,40}?(?:error|fatal)|error event: port error)|NET/IB\w* ?: ?\S{1,64} async (?:fatal|non-fatal) event"
+      r"NET/IB\w* ?: ?(?:[^\s:]+:\d+ )?Got async (?:event ?: ?[\w ]{0,40}?(?:error|fatal)|error event: port error)"
+      r"|NET/IB\w* ?: ?\S{1,64} async (?:fatal|non-fatal) event"
       # NCCL >= 2.29 warns of non-fatal events too (port active, an SM change): only a port error is the link;
       # its opt-in IB resiliency (NCCL_IB_RESILIENCY_PORT_FAILOVER) marks a device failed, or gives up
       r"|Got non-fatal async event: port error|NET/IB: Fatal error\. Detected \d+ failed devices"

@@ -2,8 +2,8 @@
 
 The catalog is data in signatures.py (ports, addresses: what a signature is),
 signatures_transport.py (NCCL's and gloo's transports), signatures_devices.py (the job's devices and
-teardown), signatures_job.py (its setup and processes) and signatures_context.py (py-spy's stacks, context lines); this module
-joins them and matches them against a capture's output.
+teardown), signatures_job.py (its setup and processes) and signatures_context.py (py-spy's stacks,
+context lines); this module joins them and matches them against a capture's output.
 """
 
 from __future__ import annotations

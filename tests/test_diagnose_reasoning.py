@@ -911,6 +911,18 @@ def test_tensor_sizes_the_script_prints_per_rank_at_a_collective_are_compared(tm
     pairs = "".join(line.format(r=r, n=8 if r < 2 else 16) for r in range(4))
     found = _diagnose(tmp_path, pairs)
     assert found.answers()[0] == "collective-mismatch" and found.culprit is None
+    # sizes that change from step to step, one rank's lines cut a step earlier: a size in common, no mismatch
+    steps = "".join(line.format(r=r, n=n) for n in (8, 16) for r in range(3) if (r, n) != (1, 16))
+    assert not _diagnose(tmp_path, steps).causes
+    # all_to_all's sizes differ across ranks by design
+    assert not _diagnose(tmp_path, "".join(f"Rank {r} before all_to_all: torch.Size([{r + 1}, 64])\n"
+                                           for r in range(4))).causes
+    # ranks that print the same sizes and stop at different sequence numbers: no word of sizes in the reasons
+    watchdog = ("[rank{r}]:[E ProcessGroupNCCL.cpp:1316] [Rank {r}] Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for "
+                "600062 milliseconds before timing out.\n")
+    late = "".join(line.format(r=r, n=8) + watchdog.format(r=r, seq=5 if r else 4) for r in range(3))
+    assert not any("sizes" in reason for reason in _diagnose(tmp_path, late).reasons)
 
 
 def test_a_store_barrier_that_half_the_world_never_reached_is_whole_nodes_elsewhere(tmp_path):
@@ -920,6 +932,16 @@ def test_a_store_barrier_that_half_the_world_never_reached_is_whole_nodes_elsewh
     assert answers[0] == "world-size-mismatch" and "split-world" in answers[:3], answers
     for size, count in ((8, 7), (2, 1), (4, 2)):  # one or two ranks missing: late or dead
         assert _diagnose(tmp_path, timeout.format(size=size, count=count)).answers()[0] == "straggler-rank"
+    # the waiting lines count up as ranks arrive: the last count decides
+    waiting = ("INFO:torch.distributed.distributed_c10d:Waiting in store based barrier to initialize process group "
+               "for rank: 0, key: store_based_barrier_key:1 (world_size=16, worker_count={count}, timeout=0:30:00)\n")
+    rising = "".join(waiting.format(count=count) for count in (2, 4, 8, 12, 15)) + timeout.format(size=16, count=15)
+    assert _diagnose(tmp_path, rising).answers()[0] == "straggler-rank"
+    # torch 2's words
+    torch2 = ("torch.distributed.DistStoreError: Timed out initializing process group in store based barrier on rank "
+              "0, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=2, timeout=0:30:00 error=Socket "
+              "Timeout)\n")
+    assert _diagnose(tmp_path, torch2).answers()[0] == "world-size-mismatch"
 
 
 def test_a_store_connection_lost_while_the_store_is_created_is_its_listen_backlog(tmp_path):
@@ -928,6 +950,9 @@ def test_a_store_connection_lost_while_the_store_is_created_is_its_listen_backlo
     frames = "[trainer|12]:#11 c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) from libtorch_cpu.so\n"
     assert _diagnose(tmp_path, reset + frames).answers()[0] == "listen-backlog-overflow"
     assert _diagnose(tmp_path, reset).answers()[0] == "rank-crash"  # mid-job: a peer that went away
+    # a store created long before (its connect retried at start), the reset mid-job far below
+    training = "".join(f"[trainer|12]: step {step} loss 0.5\n" for step in range(60))
+    assert _diagnose(tmp_path, frames + training + reset).answers()[0] == "rank-crash"
 
 
 def test_a_launcher_that_lost_the_rendezvous_store_after_joining_it_lost_its_host(tmp_path):
@@ -936,3 +961,6 @@ def test_a_launcher_that_lost_the_rendezvous_store_after_joining_it_lost_its_hos
     assert _diagnose(tmp_path, keepalive).answers()[0] == "store-host-lost"
     crash = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 970)\n"
     assert _diagnose(tmp_path, crash + keepalive).answers()[0] == "rank-crash"  # node 0's failure came first
+    # the rendezvous's shutdown is tried on every exit path, joined or not, after a run that succeeded too
+    shutdown = keepalive.replace("send a keep-alive heartbeat to", "shutdown")
+    assert "store-host-lost" not in _diagnose(tmp_path, shutdown).answers()

@@ -744,6 +744,8 @@ CASES = [  # (the answer expected first, another that must be among the first th
     ('missing-set-device', 'too-few-gpus',
      'Communication_Error_Ranktable_Detect(EI0015):\n'
      'Rank0 ... has the same physical device ID0 as rank1.\n'),
+    ('missing-set-device', 'too-few-gpus',
+     'Rank 0 of node 10.0.0.1 has the same physical device ID 0 as the rank 1\n'),
     ('too-few-gpus', 'missing-set-device',
      'RuntimeError: Duplicated GPU device is not allowed by NCCL. Rank [0] and rank [8] both attached to GPU '
      'device 0 on the same host node1. Most likely your world_size is larger than the total number of GPUs\n'),
@@ -754,10 +756,16 @@ CASES = [  # (the answer expected first, another that must be among the first th
      ' PID  STAT WCHAN                    ELAPSED      COMMAND\n'
      '1533  DNl  nfs_start_io_read      1-22:05:51 python train.py\n'),
     ('frozen-rank', 'straggler-rank', 'Name:\tpython\nState:\tT (stopped)\n'),
+    ('frozen-rank', 'straggler-rank', 'Name:\tpython\nState:\tt (tracing stop)\n'),
     # A port found taken, and another taken at once by the program itself: the run went on.
     (N, None,
      'ERROR 12-01 10:00:00 [utils.py:211] Address already in use. Retrying with a new port.\n'
-     'ERROR Port 29500 is already in use. Binding to a random available port instead.\n'),
+     'ERROR Port 29500 is already in use. Binding to a random available port instead.\n'
+     'WARNING Port 8000 is already in use, trying port 8001\n'),
+    # Warnings of a run that goes on: a variable defaulted, a Ray cluster larger than its head node.
+    (N, None, "WARNING WORLD_SIZE environment variable not set, defaulting to 1.\n"),
+    (N, None, 'WARNING 06-01 10:00:00 ray_utils.py:300] Tensor parallel size (16) exceeds available GPUs (8). '
+              'This may result in Ray placement group allocation failures.\n'),
     # vLLM's executors, old and new, and torchtitan: more ranks than the node's GPUs, in their own words.
     ('too-few-gpus', None,
      '    assert world_size <= cuda_device_count_stateless(), (\n'
