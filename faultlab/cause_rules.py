@@ -79,10 +79,17 @@ RULES: tuple[Rule, ...] = (
          ("collective-mismatch", "straggler-rank"), 0.6,
          why="the script's own lines put ranks in different epochs at the same step: they ran different numbers of "
              "steps (uneven data per rank), so their collectives no longer pair up"),
-    Rule("ctx-rank-tensor-shape", "the script's own lines give ranks different tensor sizes at one collective",
+    Rule("ctx-rank-tensor-shape",
+         "the script's own lines give one rank a tensor size at a collective that all the others' differ from",
          ("collective-mismatch",), 0.75,
-         why="the script's own lines give ranks tensors of different sizes at one collective: they do not pair up "
-             "(NCCL hangs, or returns wrong data, gloo aborts)"),
+         why="the script's own lines give one rank a tensor of another size than all the others' at the same call of "
+             "a collective: it does not pair up with theirs (NCCL hangs, or returns wrong data, gloo aborts)"),
+    # Ranks split into groups of sizes may be groups of their own (pipeline stages, each with its own data-parallel
+    # group) under one collective's name: weak alone
+    Rule("ctx-rank-tensor-shape", "the script's own lines give ranks different tensor sizes at one collective",
+         ("collective-mismatch",), 0.4,
+         why="the script's own lines give ranks tensors of different sizes at the same call of a collective: if they "
+             "are one group's, they do not pair up (NCCL hangs, or returns wrong data, gloo aborts)"),
     Rule("fr-trace-missing-ranks", "every rank of the group but one is missing from a collective", ("collective-mismatch",),
          0.9, why="torch's Flight Recorder analyzer finds every rank but one missing from a collective: that one "
                   "issued a collective no other rank did"),

@@ -11,7 +11,7 @@ from typing import Callable
 
 from .log_exits import STOPPED_EXITS
 from .log_facts import Facts, stamp_of
-from .rank_comparison import analyzer_odd_rank, ranks_in_different_epochs, script_shapes_apart
+from .rank_comparison import analyzer_odd_rank, ranks_in_different_epochs, script_shape_odd_rank, script_shapes_differ
 from .log_stacks import in_different_collectives, main_thread_waits_apart
 from .symptoms import SIGNATURES_BY_ID
 
@@ -212,21 +212,23 @@ def _after_a_timeout(facts: Facts, path, line_number: int, line: str) -> bool:
 
 def _barrier_reached(facts: Facts) -> dict[int, int]:
     """World size -> the most ranks seen at init's store barrier: its waiting lines count up as ranks arrive, so
-    only the last (the timeout's own) says how many never came."""
+    the largest count (the timeout's own, where there is one) says how many never came."""
     reached: dict[int, int] = {}
     for size, count in facts.barrier_counts:
         reached[size] = max(count, reached.get(size, 0))
     return reached
 
 
-STORE_TRACE_REACH = 40  # lines: how far from a lost store connection its own trace's frames lie, either way
+STORE_TRACE_REACH = 20  # lines: how far from a lost store connection its own trace's frames lie
 
 
 def _store_lost_while_created(facts: Facts) -> bool:
-    """A store connection lost with a frame of the store being created beside it, in the same file: Python's
-    trace above its error, C++'s below."""
-    return any(path == where and abs(line - at) <= STORE_TRACE_REACH
-               for path, line in facts.store_losses for where, at in facts.store_creations)
+    """A store connection lost with a frame of that store being created in its own trace: the same file and rank,
+    Python's frames above the error, C++'s (torch's exception) below it."""
+    return any(path == where and rank == frame_rank
+               and 0 < (at - line if cpp else line - at) <= STORE_TRACE_REACH
+               for path, rank, line, _ in facts.store_losses
+               for where, frame_rank, at, cpp in facts.store_creations)
 
 
 # Named tests over the facts (and the signatures present): what a rule may ask.
@@ -289,7 +291,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
         2 * count <= size and size - count > 2 for size, count in _barrier_reached(f).items()),
     "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
     "the store's connection was lost while the store was being created": lambda f, s: _store_lost_while_created(f),
-    "the script's own lines give ranks different tensor sizes at one collective": lambda f, s: script_shapes_apart(f),
+    "the script's own lines give one rank a tensor size at a collective that all the others' differ from": lambda f, s: (
+        script_shape_odd_rank(f) is not None),
+    "the script's own lines give ranks different tensor sizes at one collective": lambda f, s: script_shapes_differ(f),
     "the store's host (node 0) went silent as a whole": lambda f, s: 0 in f.vanished_nodes,
     # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere; one killed
     # with its node leaves nothing at all. One that wrote its output and no error finished its own way.

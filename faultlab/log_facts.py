@@ -35,7 +35,7 @@ SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
                          r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]{0,200})\])?")
 # every one of a line: a paste's lines may come joined
-SCRIPT_TENSOR_SHAPE = re.compile(SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE)
+SCRIPT_TENSOR_SHAPE = re.compile(SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE, re.IGNORECASE)
 # A training script's own progress line: its rank, its epoch and the step within it ([i/N], step i, iter i).
 SCRIPT_RANK = re.compile(r"(?i)(?:^|[\[(:|\]]\s*)rank\W{0,3}(\d{1,6})\b")  # as a label, as ctx-rank-progress has it
 SCRIPT_EPOCH = re.compile(r"(?i)\bepoch\b\W{0,3}(\d{1,6})\b")
@@ -142,7 +142,8 @@ class Facts:
     fingerprints: list = dataclasses.field(default_factory=list)  # (rank, seq, op, shape)
     progress: dict = dataclasses.field(default_factory=dict)  # rank -> (last enqueued, last completed)
     script_epochs: dict = dataclasses.field(default_factory=dict)  # step -> {rank: epochs}, by the script's lines
-    script_shapes: dict = dataclasses.field(default_factory=dict)  # collective -> {rank: shapes}, by the script's lines
+    # collective -> {rank: its tensor sizes there, in the order printed}, by the script's own lines
+    script_shapes: dict = dataclasses.field(default_factory=dict)
     exits: log_exits.Exits = dataclasses.field(default_factory=log_exits.Exits)
     shm: set = dataclasses.field(default_factory=set)  # 'create', 'attach', 'no-space', 'missing', 'shm-path', 'disk-path'
     ranks_named: set = dataclasses.field(default_factory=set)  # ranks that a line's label or its file names
@@ -166,7 +167,8 @@ class Facts:
     first_timeout_lines: dict = dataclasses.field(default_factory=dict)  # file -> its first collective timeout's line
     first_timeout_stamp: float | None = None  # when the first collective timeout was written (stamp_of)
     barrier_counts: set = dataclasses.field(default_factory=set)  # (world size, ranks that reached the barrier)
-    # (file, line number) of each store connection lost, and of each frame of a store being created
+    # (file, rank, line number, whether a C++ frame) of each store connection lost, and of each frame of a store
+    # being created
     store_losses: list = dataclasses.field(default_factory=list)
     store_creations: list = dataclasses.field(default_factory=list)
     nccl_init_complete: bool = False  # NCCL said a communicator was complete (INFO lines)
@@ -291,7 +293,7 @@ def _read_collectives(facts: Facts, rank, line: str) -> None:
         steps.setdefault(int(script_rank[1]), set()).add(int(epoch[1]))
     for named_rank, collective, shape in SCRIPT_TENSOR_SHAPE.findall(line):
         shapes = facts.script_shapes.setdefault(collective.lower().replace("_", ""), {})
-        shapes.setdefault(int(named_rank), set()).add(shape.replace(" ", ""))
+        shapes.setdefault(int(named_rank), []).append(shape.replace(" ", ""))
     progress = WORK_PROGRESS.search(line)
     if progress:
         facts.progress[rank] = (int(progress[1]), int(progress[2]))
@@ -406,7 +408,7 @@ def _read_store(facts: Facts, item, names_awaited: bool) -> None:
         facts.barrier_counts.update((int(size), int(count)) for size, count in BARRIER_COUNT.findall(line))
     if item.signature in ("store-recv-failed", "ctx-store-being-created"):
         found = facts.store_losses if item.signature == "store-recv-failed" else facts.store_creations
-        found.append((item.path, item.line_number))
+        found.append((item.path, item.rank, item.line_number, "c10d::TCPStore::" in line))
 
 
 def _memory_failure(line: str) -> str:

@@ -6,6 +6,7 @@ The facts themselves are read in log_facts.py.
 
 from __future__ import annotations
 
+import collections
 import itertools
 
 from .log_facts import Facts
@@ -13,23 +14,33 @@ from .log_facts import Facts
 ANALYZER_ENTRY_LINES = 12  # an entry's group comes a few lines after the ranks missing from it
 
 
-def script_shapes_apart(facts: Facts) -> bool:
-    """Two ranks whose tensors at one collective, by the script's own lines, have no size in common. (Sizes
-    that change from step to step, or a log cut earlier on one rank, still leave sizes in common.)"""
-    return any(not (shapes & others) for by_rank in facts.script_shapes.values()
-               for shapes, others in itertools.combinations(by_rank.values(), 2))
+def _shapes_by_call(facts: Facts):
+    """Per collective and per call, in the order each rank printed its calls ({rank: size}): as far as every
+    rank's lines reach (one rank's log cut earlier compares only the calls all ranks show)."""
+    for by_rank in facts.script_shapes.values():
+        if len(by_rank) >= 2:
+            for call in range(min(len(sizes) for sizes in by_rank.values())):
+                yield {rank: sizes[call] for rank, sizes in by_rank.items()}
+
+
+def _odd_rank(sizes: dict) -> int | None:
+    """The one rank whose size differs from all the others', which (two or more) agree."""
+    counts = collections.Counter(sizes.values())
+    if len(counts) != 2 or len(sizes) < 3 or min(counts.values()) != 1:
+        return None
+    lone = min(counts, key=counts.get)
+    return next(rank for rank, size in sizes.items() if size == lone)
+
+
+def script_shapes_differ(facts: Facts) -> bool:
+    """At one call of a collective, by the script's own lines, ranks' tensors differ in size."""
+    return any(len(set(sizes.values())) > 1 for sizes in _shapes_by_call(facts))
 
 
 def script_shape_odd_rank(facts: Facts) -> int | None:
-    """The one rank whose tensors at a collective, by the script's own lines, share no size with any other
-    rank's, while each of the others (two or more) shares one with another. None where no collective's lines
-    single one out, or they single out different ranks."""
-    odd = set()
-    for by_rank in facts.script_shapes.values():
-        apart = [rank for rank, shapes in by_rank.items()
-                 if not any(shapes & others for other, others in by_rank.items() if other != rank)]
-        if len(apart) == 1 and len(by_rank) >= 3:
-            odd.add(apart[0])
+    """The one rank whose tensor at a call of a collective, by the script's own lines, differs in size from all the
+    others' while they agree. None where no call singles one out, or calls single out different ranks."""
+    odd = {_odd_rank(sizes) for sizes in _shapes_by_call(facts)} - {None}
     return next(iter(odd)) if len(odd) == 1 else None
 
 

@@ -13,7 +13,7 @@ from .signatures import Signature
 S = Signature
 # A script's own line of a rank's tensor at a collective ("Rank 3 tensor before allreduce: torch.Size([8])"): its
 # rank as a label, the collective's name, the shape. Not all_to_all: its sizes differ across ranks by design.
-SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE = (r"(?i)(?:^|[\[(:|\]#]\s*)rank\W{0,3}(\d{1,6})\b.{0,120}?"
+SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE = (r"(?:^|[\[(:|\]#]\s*)rank\W{0,3}(\d{1,6})\b.{0,120}?"
                                      r"\b(all_?reduce\w{0,16}|all_?gather\w{0,16}|reduce_?scatter\w{0,16}"
                                      r"|broadcast)\b.{0,80}?torch\.Size\(\[([\d, ]{0,80})\]\)")
 # init's store barrier: its world size, and the ranks that reached it (torch <= 1.13's words, then torch 2's)
@@ -128,7 +128,7 @@ CONTEXT: tuple[Signature, ...] = (
       "at a given step, so ranks whose lines disagree ran different numbers of steps (and so of collectives).", (),
       literals=("poch", "POCH"), effect="context", keep=256),
     S("ctx-rank-tensor-shape", "A script's own line of a rank's tensor shape at a collective",
-      SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE, "neutral",
+      r"(?i)^.{0,120}?" + SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE, "neutral",
       "What each rank passes to a collective, as the script prints it: one collective takes tensors of one size "
       "on every rank, so ranks whose sizes differ do not pair up.", (),
       literals=("torch.Size([",), effect="context", keep=256),
@@ -153,13 +153,14 @@ CONTEXT: tuple[Signature, ...] = (
       r"c10d::TCPStore::(?:TCPStore|waitForWorkers)\(|, in _create_(?:c10d|tcp)_store\b", "neutral",
       "The trace was taken while this process created its store and counted itself in: no collective had run, "
       "so a connection lost there was lost during the store's own handshake.", (),
-      literals=("c10d::TCPStore::", "in _create_c10d_store", "in _create_tcp_store"), effect="context", keep=1),
+      literals=("c10d::TCPStore::", "in _create_c10d_store", "in _create_tcp_store"), effect="context", keep=64),
     # Its own signature: a paste wrapped inside the barrier's long line keeps the counts on a line of their own
     S("ctx-barrier-count", "The world size of init's store barrier, and how many ranks reached it",
       BARRIER_COUNT_WORDS, "neutral",
       "How many ranks counted themselves in at the store against the world size: one or two missing is a rank "
       "late or dead; half the world or more is nodes elsewhere; more than the world is another launch's ranks.", (),
-      literals=("worker_count=", "num_workers_joined="), effect="context", keep=16),
+      # its waiting lines come every few seconds until the timeout: half an hour of them is kept
+      literals=("worker_count=", "num_workers_joined="), effect="context", keep=256),
     S("ctx-nccl-init-complete", "NCCL finished creating a communicator", r"Init COMPLETE", "neutral",
       "The ranks connected: a peer lost after this is lost mid-job, not a bootstrap that never connected.", (),
       literals=("Init COMPLETE",), effect="context", keep=1),

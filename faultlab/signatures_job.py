@@ -183,8 +183,8 @@ JOB: tuple[Signature, ...] = (
       "return (a hung NFS or Lustre mount, a failing disk). As a rank it neither runs nor dies, and holds every "
       "collective.", literals=("blocked for more than",),
       suggests=("frozen-rank", "straggler-rank"), family="frozen", specificity=0.7),
-    # One look at a process's state: a moment in uninterruptible sleep is ordinary I/O, so weaker than the above;
-    # but ps's or /proc's view of a rank is what someone looking into a hang takes
+    # One look at a process's state: a moment in uninterruptible sleep is ordinary I/O, where the kernel's report
+    # above means minutes; but ps's or /proc's view of a rank is what someone looking into a hang posts
     S("process-stopped-or-in-disk-sleep", "A process seen stopped, or asleep in the kernel on I/O",
       r"^State:\s+(?:D \(disk sleep\)|T \(stopped\)|t \(tracing stop\))"  # /proc/<pid>/status
       # ps -o pid,stat,wchan: D (disk sleep), T (stopped) or t (a debugger's), and where in the kernel it waits

@@ -907,10 +907,16 @@ def test_tensor_sizes_the_script_prints_per_rank_at_a_collective_are_compared(tm
     assert not _diagnose(tmp_path, "".join(line.format(r=r, n=8) for r in range(4))).causes
     assert not _diagnose(tmp_path, "".join(f"[rank{r}]: batch torch.Size([{8 + r}, 512])\n" for r in range(4))).causes
     assert not _diagnose(tmp_path, line.format(r=0, n=8) + line.format(r=0, n=16)).causes
-    # two ranks of each size single out none
+    # two ranks of each size single out none, and may be two groups of their own (pipeline stages): weak
     pairs = "".join(line.format(r=r, n=8 if r < 2 else 16) for r in range(4))
     found = _diagnose(tmp_path, pairs)
-    assert found.answers()[0] == "collective-mismatch" and found.culprit is None
+    assert found.answers()[:2] == (diagnose.NOT_IN_CATALOG, "collective-mismatch") and found.culprit is None
+    # the same call compared: an evaluation's last batch smaller on one rank alone
+    gather = "Rank {r} all_gather input: torch.Size([{n}, 10])\n"
+    last = "".join(gather.format(r=r, n=n) for n in (32, 32) for r in range(4)) + "".join(
+        gather.format(r=r, n=7 if r == 3 else 32) for r in range(4))
+    found = _diagnose(tmp_path, last)
+    assert found.answers()[0] == "collective-mismatch" and found.culprit == 3, (found.answers(), found.culprit)
     # sizes that change from step to step, one rank's lines cut a step earlier: a size in common, no mismatch
     steps = "".join(line.format(r=r, n=n) for n in (8, 16) for r in range(3) if (r, n) != (1, 16))
     assert not _diagnose(tmp_path, steps).causes
@@ -937,6 +943,9 @@ def test_a_store_barrier_that_half_the_world_never_reached_is_whole_nodes_elsewh
                "for rank: 0, key: store_based_barrier_key:1 (world_size=16, worker_count={count}, timeout=0:30:00)\n")
     rising = "".join(waiting.format(count=count) for count in (2, 4, 8, 12, 15)) + timeout.format(size=16, count=15)
     assert _diagnose(tmp_path, rising).answers()[0] == "straggler-rank"
+    # a hang cut before the timeout, after many more waiting lines than a few
+    hung = _diagnose(tmp_path, "".join(waiting.format(count=min(2 + step, 15)) for step in range(60))).answers()
+    assert hung.index("straggler-rank") < hung.index("world-size-mismatch"), hung
     # torch 2's words
     torch2 = ("torch.distributed.DistStoreError: Timed out initializing process group in store based barrier on rank "
               "0, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=2, timeout=0:30:00 error=Socket "
@@ -953,6 +962,14 @@ def test_a_store_connection_lost_while_the_store_is_created_is_its_listen_backlo
     # a store created long before (its connect retried at start), the reset mid-job far below
     training = "".join(f"[trainer|12]: step {step} loss 0.5\n" for step in range(60))
     assert _diagnose(tmp_path, frames + training + reset).answers()[0] == "rank-crash"
+    # Python's frames come above the error (its cut trace's own readings, a taken or wrong port, rank beside it);
+    # another rank's trace says nothing of this rank's
+    python = ('  File "/usr/lib/python3/site-packages/torch/distributed/rendezvous.py", line 189, in _create_c10d_store\n'
+              "    return TCPStore(\n")
+    found = _diagnose(tmp_path, python + reset)
+    assert "listen-backlog-overflow" in found.answers() and any("creating its store" in why for why in found.reasons)
+    other = frames.replace("[trainer|12]", "[trainer|3]")
+    assert _diagnose(tmp_path, "[rank12]: " + reset + "[rank3]: " + other).answers()[0] == "rank-crash"
 
 
 def test_a_launcher_that_lost_the_rendezvous_store_after_joining_it_lost_its_host(tmp_path):
