@@ -11,8 +11,8 @@ from typing import Callable
 
 from .log_exits import STOPPED_EXITS
 from .log_facts import Facts, stamp_of
-from .rank_comparison import analyzer_odd_rank, ranks_in_different_epochs, script_shape_odd_rank, script_shapes_differ
 from .log_stacks import in_different_collectives, main_thread_waits_apart
+from .rank_comparison import analyzer_odd_rank, ranks_in_different_epochs, script_shape_odd_rank, script_shapes_differ
 from .symptoms import SIGNATURES_BY_ID
 
 # What a launcher stopped from outside prints of itself: its signal, the workers it then tears down,
@@ -291,8 +291,8 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
         2 * count <= size and size - count > 2 for size, count in _barrier_reached(f).items()),
     "a store host waited for clients that never came": lambda f, s: "rendezvous-clients-timeout" in s,
     "the store's connection was lost while the store was being created": lambda f, s: _store_lost_while_created(f),
-    "the script's own lines give one rank a tensor size at a collective that all the others' differ from": lambda f, s: (
-        script_shape_odd_rank(f) is not None),
+    "the script's own lines give one rank a tensor size at a collective that all the others' differ from": (
+        lambda f, s: script_shape_odd_rank(f) is not None),
     "the script's own lines give ranks different tensor sizes at one collective": lambda f, s: script_shapes_differ(f),
     "the store's host (node 0) went silent as a whole": lambda f, s: 0 in f.vanished_nodes,
     # A rank that crashed leaves a trace, an exit by a signal, or an error of its own somewhere; one killed

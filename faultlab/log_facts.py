@@ -34,7 +34,7 @@ WINSOCK_AS_POSIX = {10061: 111, 10060: 110, 10065: 113, 10051: 101, 10048: 98, 1
 SEQUENCE = re.compile(r"SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
 FINGERPRINT = re.compile(r"Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\("
                          r"(?:SequenceNumber=(\d+),? ?)?OpType=(\w+)(?:, TensorShape=\[([^\]]{0,200})\])?")
-# every one of a line: a paste's lines may come joined
+# read with findall, every one on a line: a paste's lines may come joined into one
 SCRIPT_TENSOR_SHAPE = re.compile(SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE, re.IGNORECASE)
 # A training script's own progress line: its rank, its epoch and the step within it ([i/N], step i, iter i).
 SCRIPT_RANK = re.compile(r"(?i)(?:^|[\[(:|\]]\s*)rank\W{0,3}(\d{1,6})\b")  # as a label, as ctx-rank-progress has it
