@@ -36,6 +36,7 @@ OUTSIDE_STRENGTH = 0.8  # how much a known out-of-catalog failure says "not in t
 STORE_DIAL_FAILURES = ("client-connect-timeout", "client-connect-failed", "store-not-listening-yet",
                        "rendezvous-connect-failed", "connection-refused")
 STORE_DIALS_GIVEN_UP = ("client-connect-timeout", "rendezvous-connect-failed")
+UNPAIRED_SIZES = "(NCCL hangs, or returns wrong data, gloo aborts)"  # what tensors of different sizes meet with
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,13 +84,13 @@ RULES: tuple[Rule, ...] = (
          "the script's own lines give one rank a tensor size at a collective that all the others' differ from",
          ("collective-mismatch",), 0.75,
          why="the script's own lines give one rank a tensor of another size than all the others' at the same call of "
-             "a collective: it does not pair up with theirs (NCCL hangs, or returns wrong data, gloo aborts)"),
+             f"a collective: it does not pair up with theirs {UNPAIRED_SIZES}"),
     # Ranks split into groups of sizes may be groups of their own (pipeline stages, each with its own data-parallel
     # group) under one collective's name: weak alone
     Rule("ctx-rank-tensor-shape", "the script's own lines give ranks different tensor sizes at one collective",
          ("collective-mismatch",), 0.4,
          why="the script's own lines give ranks tensors of different sizes at the same call of a collective: if they "
-             "are one group's, they do not pair up (NCCL hangs, or returns wrong data, gloo aborts)"),
+             f"are one group's, they do not pair up {UNPAIRED_SIZES}"),
     Rule("fr-trace-missing-ranks", "every rank of the group but one is missing from a collective", ("collective-mismatch",),
          0.9, why="torch's Flight Recorder analyzer finds every rank but one missing from a collective: that one "
                   "issued a collective no other rank did"),

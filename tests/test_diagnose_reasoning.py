@@ -938,7 +938,7 @@ def test_a_store_barrier_that_half_the_world_never_reached_is_whole_nodes_elsewh
     assert answers[0] == "world-size-mismatch" and "split-world" in answers[:3], answers
     for size, count in ((8, 7), (2, 1), (4, 2)):  # one or two ranks missing: late or dead
         assert _diagnose(tmp_path, timeout.format(size=size, count=count)).answers()[0] == "straggler-rank"
-    # the waiting lines count up as ranks arrive: the last count decides
+    # the waiting lines count up as ranks arrive: the largest count (the timeout's own) decides
     waiting = ("INFO:torch.distributed.distributed_c10d:Waiting in store based barrier to initialize process group "
                "for rank: 0, key: store_based_barrier_key:1 (world_size=16, worker_count={count}, timeout=0:30:00)\n")
     rising = "".join(waiting.format(count=count) for count in (2, 4, 8, 12, 15)) + timeout.format(size=16, count=15)
