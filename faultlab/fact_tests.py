@@ -118,6 +118,11 @@ def _timed_out_at_loopback(facts: Facts) -> bool:
     return any(a.loopback and a.timed_out for a in facts.addresses)
 
 
+# Lines that say a wait ran past its deadline: a collective's, a store key's, init's store barrier's.
+TIMEOUTS = frozenset({"collective-timeout", "hccl-collective-timeout", "store-wait-timeout", "filestore-wait-timeout",
+                      "store-barrier-timeout"})
+
+
 def _shm_named(facts: Facts, present: set) -> bool:
     return "shm-path" in facts.shm or bool({"nccl-shm-failed", "torch-shm-failed", "dataloader-bus-error"} & present)
 
@@ -256,6 +261,10 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the refused address is a loopback": lambda f, s: (f.nodes or 2) > 1 and any(a.loopback and a.refused
                                                                                  for a in f.addresses),
     "a peer advertised a loopback or link-local address": lambda f, s: any(a.loopback or a.link_local for a in f.addresses),
+    "gloo's connects reached several peers, which hung up": lambda f, s: len(f.peers_hung_up) > 1,
+    "gloo's connect reached a peer, which hung up": lambda f, s: bool(f.peers_hung_up),
+    "nothing timed out and no line shows the main process at work": lambda f, s: (
+        not f.main_work_shown and not TIMEOUTS & s),
     "docker bridges or veths among NCCL's interfaces or addresses":
         lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
     "NCCL uses docker bridges or veths, nothing failed, and the job may span hosts": lambda f, s: (

@@ -119,6 +119,9 @@ CONTEXT: tuple[Signature, ...] = (
       r"last enqueued (?:NCCL )?work: \d+, last completed (?:NCCL )?work: \d+", "neutral",
       "The last collective a rank enqueued and completed: ranks that disagree are out of step.", (),
       literals=("last enqueued",), effect="context"),
+    S("ctx-progress-bar", "A progress bar (tqdm's, datasets' map)", r"\b\d{1,3}%\|", "neutral",
+      "Work going on, as a progress bar shows it: in a hang, whether the main process was still busy (tokenizing, "
+      "caching) while the others waited for it.", (), literals=("%|",), effect="context", keep=4),
     S("ctx-rank-progress", "A training script's own progress line, naming its rank and epoch",
       # the rank first, near the line's start, as a label ("[rank0]:", "]:Rank:2", "| Rank 3"), not a value
       # ("median rank 12", "lora rank 8"); the first 256 lines per rank are read

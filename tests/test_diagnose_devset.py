@@ -21,7 +21,7 @@ SETS = ["cases.yaml", "cases-2.yaml", "heldout.yaml", "heldout-2.yaml", "heldout
         "heldout-32.yaml", "heldout-33.yaml", "heldout-34.yaml", "heldout-35.yaml", "heldout-36.yaml",
         "heldout-37.yaml", "heldout-38.yaml", "heldout-39.yaml", "heldout-40.yaml",
         "heldout-41.yaml", "heldout-42.yaml", "heldout-43.yaml", "heldout-44.yaml", "heldout-45.yaml",
-        "heldout-46.yaml", "heldout-47.yaml", "heldout-48.yaml", "heldout-49.yaml"]
+        "heldout-46.yaml", "heldout-47.yaml", "heldout-48.yaml", "heldout-49.yaml", "heldout-50.yaml"]
 
 
 @pytest.mark.parametrize("name", SETS)

@@ -981,3 +981,36 @@ def test_a_launcher_that_lost_the_rendezvous_store_after_joining_it_lost_its_hos
     # the rendezvous's shutdown is tried on every exit path, joined or not, after a run that succeeded too
     shutdown = keepalive.replace("send a keep-alive heartbeat to", "shutdown")
     assert "store-host-lost" not in _diagnose(tmp_path, shutdown).answers()
+
+
+def test_peers_that_hung_up_on_gloos_connect_were_reached(tmp_path):
+    hung_up = ("[E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+               "pair.cc:534] Connection closed by peer [10.0.0.1]:{port}\n")
+    # two ranks each lost a different peer: not one dead rank, and the addresses were reachable
+    answers = _diagnose(tmp_path, hung_up.format(port=41227) + hung_up.format(port=52119)).answers()
+    assert answers[0] == "shared-master-port" and "wrong-socket-interface" not in answers[:3], answers
+    # one peer: it died while connecting, or was another job's
+    answers = _diagnose(tmp_path, hung_up.format(port=41227)).answers()
+    assert answers[0] == "rank-crash" and "shared-master-port" in answers[:3], answers
+    assert "wrong-socket-interface" not in answers[:3] and "firewall" not in answers[:3], answers
+    # a connect that never got through is still the address or what lies between
+    timed_out = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
+                 "no error\n")
+    assert _diagnose(tmp_path, timed_out).answers()[0] in ("wrong-socket-interface", "firewall")
+
+
+def test_a_trace_through_the_main_process_barrier_is_a_late_main_process_only_where_it_worked_or_others_timed_out(
+        tmp_path):
+    trace = ("Traceback (most recent call last):\n"
+             '  File "/workspace/repro.py", line 10, in <module>\n'
+             "    with accelerator.main_process_first():\n"
+             '  File "/usr/lib/python3.10/contextlib.py", line 135, in __enter__\n')
+    assert _diagnose(tmp_path, trace).answers()[0] == "not-in-catalog"  # cut before its error: which is unknown
+    bar = "Map:  17%|█████▋                            | 1000/6000 [00:01<00:05, 912.31 examples/s]\n"
+    assert _diagnose(tmp_path, bar + trace).answers()[0] == "straggler-rank"
+    named = trace.replace("main_process_first()", 'main_process_first(desc="dataset map tokenization")')
+    assert _diagnose(tmp_path, named).answers()[0] == "straggler-rank"
+    timeout = ("[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800460 "
+               "milliseconds before timing out.\n")
+    assert _diagnose(tmp_path, trace + timeout).answers()[0] == "straggler-rank"
