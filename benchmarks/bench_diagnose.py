@@ -39,6 +39,8 @@ WATCHDOG = ("[rank{rank}]:[E1206 18:44:12.{usec:06d}346 ProcessGroupNCCL.cpp:607
             "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=466119168, "
             "NumelOut=466119168, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n")
 
+PROGRESS = "Epoch {epoch}: {percent:3d}%|{bar:<10}| {step}/100000 [01:02<03:04, 44.10it/s, loss={loss}, v_num=0]\n"
+
 MEASURE = """
 import json, resource, sys, time
 from pathlib import Path
@@ -101,6 +103,19 @@ def main() -> None:
         megabytes = result["bytes"] / 1e6
         print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}"
               "  (an error on every line, every line different)")
+        # A training log as scripts write it: their progress (an epoch, a progress bar) on every line, every line
+        # different; context lines, each a hit that is seldom kept.
+        with open(flood, "wb") as out:
+            written, number = 0, 0
+            while written < size << 20:
+                lines = "".join(PROGRESS.format(epoch=n // 100000, percent=n % 101, bar="#" * (n % 101 // 10),
+                                                step=n % 100000, loss=n % 997) for n in range(number, number + 10000))
+                out.write(lines.encode())
+                written, number = written + len(lines), number + 10000
+        result = measure(flood)
+        megabytes = result["bytes"] / 1e6
+        print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}"
+              "  (a training script's progress on every line)")
         flood.unlink()
         ranks = Path(work) / "ranks"
         ranks.mkdir()

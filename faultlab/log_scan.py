@@ -1,10 +1,9 @@
 """Streaming the logs: literal search, kept lines per signature and rank, files and processes.
 
 Logs are streamed in large blocks (memory stays flat however big the input): each
-signature has literal fragments that any matching line must contain. One multi-literal
-pass over a block finds them all (Hyperscan, where installed; else one bytes.find pass per
-fragment, several times slower: benchmarks/bench_diagnose.py); only lines holding a fragment,
-and only while they can still be kept, are decoded and matched against the full pattern.
+signature has literal fragments that any matching line must contain. One pass over a block
+finds them all (literal_search.py); only lines holding a fragment, and only while they can
+still be kept, are decoded and matched against the full pattern.
 Ranks are read from `[rankN]:`-style prefixes, or from the file's place in the job (its name and path:
 log_inputs.py). Logs are read as people paste them too (entities, collectors' prefixes, hard
 wraps: pasted.py). Large inputs are shared out to forked processes, whole files each.
@@ -25,8 +24,9 @@ import re
 import threading
 from concurrent.futures import ProcessPoolExecutor
 
-from . import log_facts, pasted, userfiles
+from . import literal_search, log_facts, pasted, userfiles
 from .errors import BadInput
+from .literal_search import ERROR_LINE
 from .line_ranks import TASK_LABEL_BYTES, TORCH_RANK_LABEL_BYTES, rank_of_line
 from .log_inputs import JobPlace
 from .symptoms import SIGNATURES, SIGNATURES_BY_ID
@@ -43,11 +43,7 @@ REPETITIVE_MIN_BYTES = 1 << 20  # smaller blocks are read line by line: the prob
 DENSE_BYTES_PER_HIT = 400  # denser than a hit per 400 bytes: see whether a few lines repeat
 REPETITION = 20  # a block is "a few lines repeated" with at most one distinct line per 20
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# Lines worth showing when no signature is known: found by the same literal search.
-ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"Failed", b"timed out",
-                   b"Timed out", b"FATAL", b"fatal")
 ERROR_LINES_KEPT = 20
-ERROR_LINE = "error-line"  # the finder's label for them
 ERROR_WORD = re.compile("rror|ailed|xception|atal|imed out")
 
 
@@ -139,47 +135,12 @@ class _Utf16AsUtf8:
         return block
 
 
-class _LiteralFinder:
-    """Every (start, end, label) where one of the literals occurs in a block, in one pass."""
-
-    def __init__(self, literals: list[tuple[bytes, str]]) -> None:
-        self.literals = literals
-        self.database = None
-        self.scratch = None  # Hyperscan's scratch space, made on first use (in each forked process's copy)
-        try:
-            import hyperscan
-        except ImportError:  # optional: the pure-Python search gives the same hits, slower
-            return
-        self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self.database.compile(
-            expressions=[re.escape(literal.decode()).encode() for literal, _ in literals],
-            ids=list(range(len(literals))),
-        )
-
-    def find(self, block: bytes) -> list[tuple[int, int, str]]:
-        found: list[tuple[int, int, str]] = []
-        if self.database is not None:
-            literals = self.literals
-
-            def on_match(index, start, end, flags, context):
-                found.append((end - len(literals[index][0]), end, literals[index][1]))
-
-            if self.scratch is None:
-                import hyperscan
-
-                self.scratch = hyperscan.Scratch(self.database)
-            self.database.scan(block, match_event_handler=on_match, scratch=self.scratch)
-            return found
-        for literal, label in self.literals:
-            start = block.find(literal)
-            while start != -1:
-                found.append((start, start + len(literal), label))
-                start = block.find(literal, start + 1)
-        return sorted(found)  # in offset order, as Hyperscan reports them
-
-
-_FINDERS: dict[bool, _LiteralFinder] = {}
 KEEP = {signature.id: signature.keep for signature in SIGNATURES}
+# A context signature's literal on this many of a file's lines that it did not keep (its pattern missed, or that
+# rank's lines were all kept): the rest of the file is not searched for it. A training log may print "Epoch" or a
+# progress bar on every line, while facts come from a few; a failure's signature is never given up.
+CONTEXT_UNKEPT_MAX = 2048
+CONTEXT_SIGNATURES = frozenset(signature.id for signature in SIGNATURES if signature.effect == "context")
 
 
 @functools.cache
@@ -198,7 +159,7 @@ def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
     if not corrections:
         return text, ()
     retyped = pasted.with_corrections(text, corrections)
-    labels = {label for _, _, label in _finder(False).find(retyped.encode())}
+    labels = {label for _, _, label in literal_search.finder(False).find(retyped.encode())}
     matched = tuple(sorted(label for label in labels if _matches(SIGNATURES_BY_ID[label].regex, retyped)))
     spans = [found.span() for found in (SIGNATURES_BY_ID[label].regex.search(retyped) for label in matched) if found]
     needed, shift = [], 0
@@ -210,24 +171,13 @@ def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
     return pasted.with_corrections(text, needed), matched
 
 
-def _finder(with_error_lines: bool = True) -> _LiteralFinder:
-    """The literal search; without the error fragments once a file's error lines are all kept."""
-    if with_error_lines not in _FINDERS:
-        literals = [(spelling.encode(), signature.id) for signature in SIGNATURES for literal in signature.literals
-                    for spelling in pasted.spellings(literal)]
-        if with_error_lines:
-            literals += [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS]
-        _FINDERS[with_error_lines] = _LiteralFinder(literals)
-    return _FINDERS[with_error_lines]
-
-
 WORD_BREAK_REACH = 40  # bytes: how far a signature's pattern reaches past its literal, at most (a port and a code)
 # A line end and the marks of a markdown quote after it: a paste quoted after its wrap carries them onto every
 # piece, between the words the wrap split.
 _LINE_END_AND_QUOTE = re.compile(rb"\n(?:>[ ]?)*")
 
 
-def _word_breaks(block: bytes, finder: _LiteralFinder) -> set[int]:
+def _word_breaks(block: bytes, finder: literal_search.LiteralFinder) -> set[int]:
     """Indices of the lines whose end a word wrap may have put inside a signature: a literal runs across the
     line end once it is read as a space, or a literal near a line's end (or start) belongs to a signature the
     line does not match alone (its rest may be on the next line, or the one before). One search of the
@@ -273,6 +223,8 @@ class _BlockState:
         self.cache: dict[bytes, tuple] = {}  # raw line -> (text, rank of the line, signature ids that match)
         self.may_be_paste = may_be_paste  # small enough to have come through a terminal's copy
         self.joined_pieces: set[int] = set()  # line numbers of a surely wrapped line's pieces
+        self.unkept: collections.Counter = collections.Counter()  # context signature -> lines found, not kept
+        self.given_up: set[str] = set()  # context signatures no longer searched for (CONTEXT_UNKEPT_MAX)
 
     def scan(self, block: bytes) -> None:
         """Evidence and error lines of one block of whole lines.
@@ -285,7 +237,7 @@ class _BlockState:
             block = pasted.dedented(block)
             self._scan_wrapped(block)
         want_errors = len(self.errors) < ERROR_LINES_KEPT
-        finder = _finder(want_errors)
+        finder = literal_search.finder(want_errors, frozenset(self.given_up))
         if (len(block) >= REPETITIVE_MIN_BYTES and len(finder.find(block[:DENSITY_PROBE])) * DENSE_BYTES_PER_HIT
                 > DENSITY_PROBE and self._scan_repetitive(block, finder)):
             return
@@ -294,14 +246,25 @@ class _BlockState:
             hits[block.rfind(b"\n", 0, offset) + 1].add(label)
         counted, line_number = 0, self.line_base
         for start in sorted(hits):
-            labels = hits[start]
+            labels = hits[start] - self.given_up if self.given_up else hits[start]
+            if not labels:
+                continue
             raw = block[start:block.find(b"\n", start)]
             if raw not in self.cache and self._saturated(raw, labels):
+                self._count_unkept(labels)
                 continue
             line_number += block.count(b"\n", counted, start)
             counted = start
             self._take(raw, labels, line_number + 1)
         self.line_base += block.count(b"\n")
+
+    def _count_unkept(self, labels: set[str]) -> None:
+        """Context signatures found on a new line and not kept (their pattern missed it, or that rank's lines were
+        all kept), toward giving them up (CONTEXT_UNKEPT_MAX)."""
+        for label in labels & CONTEXT_SIGNATURES:
+            self.unkept[label] += 1
+            if self.unkept[label] >= CONTEXT_UNKEPT_MAX:
+                self.given_up.add(label)
 
     def _saturated(self, raw: bytes, labels: set[str]) -> bool:
         """Whether nothing of this line could still be kept (judged from its raw bytes)."""
@@ -315,7 +278,7 @@ class _BlockState:
                 return False
         return True
 
-    def _scan_repetitive(self, block: bytes, finder: _LiteralFinder) -> bool:
+    def _scan_repetitive(self, block: bytes, finder: literal_search.LiteralFinder) -> bool:
         """A block of a few lines repeated (one error flooding the log): match each distinct line
         once and keep the first occurrences, in order. False when the block is not like that."""
         lines = block.split(b"\n")
@@ -348,7 +311,7 @@ class _BlockState:
         """Signatures on lines that a hard wrap or an editor's word wrap split, matched on the lines joined again."""
         block = block.replace(b"\r\n", b"\n")
         lines = block.decode("utf-8", errors="replace").split("\n")[:-1]
-        finder, seen = _finder(False), set()
+        finder, seen = literal_search.finder(False), set()
         for line in pasted.wrapped_lines(lines, _word_breaks(block, finder)):
             line_number = self.line_base + line.first + 1
             if line.sure:  # the pieces are not lines of their own: what they match is the whole line's
@@ -385,6 +348,7 @@ class _BlockState:
             self.evidence.append(Evidence(signature_id, self.path, line_number, rank, line, self.place))
 
     def _take(self, raw: bytes, labels: set[str], line_number: int) -> None:
+        """Keep what the line matches, and its error line."""
         known = self.cache.get(raw)
         if known is None:
             known = self._read(raw, labels)
@@ -407,6 +371,8 @@ class _BlockState:
         matched = tuple(sorted(label for label in labels
                                if label != ERROR_LINE and _matches(SIGNATURES_BY_ID[label].regex, text)))
         known = (text, rank_of_line(text), matched)
+        if not labels.isdisjoint(CONTEXT_SIGNATURES):
+            self._count_unkept(labels.difference(matched))
         if len(self.cache) < LINE_CACHE_SIZE:
             self.cache[raw] = known
         return known

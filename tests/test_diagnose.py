@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from faultlab import diagnose, log_inputs, log_scan
+from faultlab import diagnose, literal_search, log_inputs, log_scan
 from faultlab.errors import ExitCode
 
 from conftest import ROOT
@@ -97,18 +97,34 @@ def test_long_file_streams_across_blocks(tmp_path):
     assert hit.line_number == log_scan.BLOCK_BYTES // len(filler) + 11
 
 
+@pytest.mark.parametrize("block_bytes", [log_scan.BLOCK_BYTES, 4096])  # given up within a block, and across
+def test_a_context_line_on_every_line_is_given_up_a_failure_never(tmp_path, monkeypatch, block_bytes):
+    monkeypatch.setattr(log_scan, "BLOCK_BYTES", block_bytes)
+    late = ("[rank1]: Epoch 2 | step 10 | loss 0.41\n"  # a script's progress line, rank and epoch (context)
+            "[rank1]: torch.distributed.DistNetworkError: failed to recv, got 0 bytes\n")
+
+    def kept(fillers: int) -> set[str]:
+        # lines holding each signature's literal that match neither: an unlabelled epoch, a retried receive
+        lines = "".join(f"Epoch 2: step {step} loss 0.{step} failed to recv from loader {step}, retrying\n"
+                        for step in range(fillers))
+        (tmp_path / "job.log").write_text(lines + late)
+        return {item.signature for item in diagnose.diagnose([tmp_path / "job.log"]).evidence}
+
+    assert {"ctx-rank-progress", "store-recv-failed"} <= kept(log_scan.CONTEXT_UNKEPT_MAX - 1)
+    found = kept(log_scan.CONTEXT_UNKEPT_MAX * 2)
+    assert "store-recv-failed" in found and "ctx-rank-progress" not in found
+
+
 def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
     pytest.importorskip("hyperscan")
     text = (REFERENCE / "no_set_device_2.log").read_text() if REFERENCE.is_dir() else (
         "[rank0]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60\n" * 3)
     (tmp_path / "job.log").write_text(text + "[rank1]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: x/1\n")
     fast = diagnose.diagnose([tmp_path])
-    slow_finders = {}
-    for with_errors in (True, False):
-        slow_finders[with_errors] = log_scan._LiteralFinder(log_scan._finder(with_errors).literals)
-        slow_finders[with_errors].database = None
-    monkeypatch.setattr(log_scan, "_FINDERS", slow_finders)
+    monkeypatch.setattr(literal_search, "ACCELERATED", False)
+    monkeypatch.setattr(literal_search, "FINDERS", {})
     slow = diagnose.diagnose([tmp_path])
+    assert literal_search.finder().database is None
     assert fast.evidence == slow.evidence and fast.causes == slow.causes
 
 

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from faultlab import diagnose, log_scan, pasted, triage_accuracy
+from faultlab import diagnose, literal_search, log_scan, pasted, triage_accuracy
 
 from test_diagnose_devset import DEVSET, SETS
 
@@ -195,7 +195,7 @@ def test_a_word_wrap_ending_on_a_hard_wraps_first_piece_is_read_joined(tmp_path)
 
 
 def test_word_wraps_are_looked_for_only_where_a_signature_may_be_split():
-    finder = log_scan._finder(False)
+    finder = literal_search.finder(False)
     split = (b"step 1 loss 2.31\nRuntimeError: DataLoader worker (pid 4711) is killed by signal: Bus\n"
              b"error. It is possible that dataloader's workers are out of shared memory.\n")
     assert log_scan._word_breaks(split, finder) == {1}  # "Bus error" runs across line 1's end
@@ -295,7 +295,7 @@ def test_respelling_only_corrects_long_words_one_edit_from_exactly_one_known_wor
 
 def test_a_word_wrap_in_the_listen_failures_port_and_code_is_looked_for():
     # the listen failure's pattern reaches a port and a code past its literal: a wrap after "code:" splits it
-    finder = log_scan._finder(False)
+    finder = literal_search.finder(False)
     split = (b"[W1205 socket.cpp:752] [c10d] The server socket has failed to listen on any local network address. "
              b"port: 29500, useIpv6: 0, code:\n-13, name: EACCES, message: permission denied\n")
     assert log_scan._word_breaks(split, finder) == {0}
