@@ -19,6 +19,9 @@ ERROR_FRAGMENTS = (b"Error", b"error", b"Exception", b"Traceback", b"failed", b"
 ERROR_LINE = "error-line"  # the search's label for them
 ACCELERATED = True  # Hyperscan, where installed (a test compares the two searches)
 FINDERS: dict[tuple[bool, frozenset], LiteralFinder] = {}
+# Searches made for sets of signatures given up: files crafted to give up a different set each would otherwise
+# cost a compiled search each. Past this many, the full search serves and the scan drops those signatures' hits.
+FINDERS_MADE_MAX = 32
 
 
 class LiteralFinder:
@@ -64,8 +67,11 @@ class LiteralFinder:
 
 def finder(with_error_lines: bool = True, given_up: frozenset = frozenset()) -> LiteralFinder:
     """The search for every signature's literals (and the error fragments, until a file's error lines are all
-    kept), less the context signatures a file's scan gave up (log_scan.CONTEXT_UNKEPT_MAX)."""
+    kept), less the context signatures a file's scan gave up (log_scan.CONTEXT_UNKEPT_MAX), while there are few
+    such sets."""
     key = (with_error_lines, given_up)
+    if key not in FINDERS and given_up and len(FINDERS) >= FINDERS_MADE_MAX:
+        return finder(with_error_lines)
     if key not in FINDERS:
         literals = [(spelling.encode(), signature.id) for signature in SIGNATURES if signature.id not in given_up
                     for literal in signature.literals for spelling in pasted.spellings(literal)]

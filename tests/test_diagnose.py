@@ -98,8 +98,12 @@ def test_long_file_streams_across_blocks(tmp_path):
 
 
 @pytest.mark.parametrize("block_bytes", [log_scan.BLOCK_BYTES, 4096])  # given up within a block, and across
-def test_a_context_line_on_every_line_is_given_up_a_failure_never(tmp_path, monkeypatch, block_bytes):
+@pytest.mark.parametrize("searches_made_max", [literal_search.FINDERS_MADE_MAX, 0])  # a search without it, or none
+def test_a_context_line_on_every_line_is_given_up_a_failure_never(tmp_path, monkeypatch, block_bytes,
+                                                                   searches_made_max):
     monkeypatch.setattr(log_scan, "BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(literal_search, "FINDERS", {})
+    monkeypatch.setattr(literal_search, "FINDERS_MADE_MAX", searches_made_max)
     late = ("[rank1]: Epoch 2 | step 10 | loss 0.41\n"  # a script's progress line, rank and epoch (context)
             "[rank1]: torch.distributed.DistNetworkError: failed to recv, got 0 bytes\n")
 
@@ -113,6 +117,8 @@ def test_a_context_line_on_every_line_is_given_up_a_failure_never(tmp_path, monk
     assert {"ctx-rank-progress", "store-recv-failed"} <= kept(log_scan.CONTEXT_UNKEPT_MAX - 1)
     found = kept(log_scan.CONTEXT_UNKEPT_MAX * 2)
     assert "store-recv-failed" in found and "ctx-rank-progress" not in found
+    made_without_it = any("ctx-rank-progress" in given_up for _, given_up in literal_search.FINDERS)
+    assert made_without_it == (searches_made_max > 0 and block_bytes == 4096)  # made for the blocks after
 
 
 def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
