@@ -141,6 +141,36 @@ KEEP = {signature.id: signature.keep for signature in SIGNATURES}
 # progress bar on every line, while facts come from a few; a failure's signature is never given up.
 CONTEXT_UNKEPT_MAX = 2048
 CONTEXT_SIGNATURES = frozenset(signature.id for signature in SIGNATURES if signature.effect == "context")
+# Signatures whose pattern excludes wordings (a negative lookaround, "not localhost"): a guess across a wrap does not
+# undo what an exclusion refused in the surest reading.
+EXCLUSION_OPENINGS = ("(?!", "(?<!")
+EXCLUDING = frozenset(signature.id for signature in SIGNATURES
+                      if any(opening in signature.regex.pattern for opening in EXCLUSION_OPENINGS))
+
+
+@functools.cache
+def _included(regex: re.Pattern) -> re.Pattern:
+    """`regex` without its exclusions: what it asks to be there."""
+    pattern, kept, index = regex.pattern, [], 0
+    while index < len(pattern):
+        opening = next((o for o in EXCLUSION_OPENINGS if pattern.startswith(o, index)), None)
+        if opening is None:
+            escaped = pattern[index] == "\\"
+            kept.append(pattern[index:index + 1 + escaped])
+            index += 1 + escaped
+            continue
+        depth, index, in_class = 1, index + len(opening), False
+        while depth:  # to the exclusion's own closing parenthesis, past escapes and character classes
+            char = pattern[index]
+            if char == "\\":
+                index += 1
+            elif in_class:
+                in_class = char != "]"
+            else:
+                in_class = char == "["
+                depth += {"(": 1, ")": -1}.get(char, 0)
+            index += 1
+    return re.compile("".join(kept), regex.flags)
 
 
 @functools.cache
@@ -337,6 +367,9 @@ class _BlockState:
                 self._keep(signature_id, rank, line_number, whole)
                 continue
             text = next((guess for guess in guesses if _matches(regex, guess)), None)
+            surest = whole if whole is not None else guesses[0]
+            if text not in (None, surest) and signature_id in EXCLUDING and _matches(_included(regex), surest):
+                continue  # the surest reading was refused by an exclusion, which a guessed space ("[localhos t]") cut
             if text is not None and not any(_matches(regex, piece) for piece in pieces):
                 self._keep(signature_id, rank, line_number, text)
 

@@ -210,8 +210,8 @@ class WrappedLine:
     first: int  # index of its first piece
     pieces: list[str]
     whole: str | None  # the line joined again, where the wrap is sure: its pieces are not lines of their own
-    # Readings that count only for what no piece says alone: a join whose dropped space cannot be told, an
-    # editor's word wrap (a space at every break), or both.
+    # Readings that count only for what no piece says alone, surest first: a join whose dropped space cannot be
+    # told (without a space, then with one at every break), or an editor's word wrap (a space at every break).
     guesses: tuple[str, ...] = ()
 
     @property

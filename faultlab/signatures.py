@@ -134,8 +134,8 @@ NETWORK: tuple[Signature, ...] = (
       specificity=0.7),
     S("client-connect-failed", "Client could not connect to the store's address",
       # not torch's first try of localhost over IPv6, which fails (errno 97/99) on a host without it before the
-      # IPv4 try: a warning, not the failure (a paste's wrap may have split the name with a space)
-      r"client socket has failed to connect to (?!\[(?:l ?o ?c ?a ?l ?h ?o ?s ?t|: ?: ?1)\]:\d+ \(errno: 9[79]\b)"
+      # IPv4 try: a warning, not the failure
+      r"client socket has failed to connect to (?!\[(?:localhost|::1)\]:\d+ \(errno: 9[79]\b)"
       r".{0,300}?\((?:errno|system error): -?\d+", "culprit",
       "This process could not reach MASTER_ADDR:MASTER_PORT; the errno says how (111 refused, 110 timed "
       "out, 113 no route, 22 or 10049 an address that is not valid).",

@@ -2,6 +2,7 @@
 
 import dataclasses
 import html
+import re
 import shutil
 import textwrap
 
@@ -232,6 +233,29 @@ def test_a_sure_wraps_spaced_reading_adds_nothing_a_piece_says_alone(tmp_path):
     log = tmp_path / "paste.log"
     log.write_text("\n".join(lines) + "\n")
     assert not any(item.signature == "connection-refused" for item in diagnose.diagnose([log]).evidence)
+
+
+def test_a_guessed_space_does_not_undo_what_an_exclusion_refused_in_the_whole(tmp_path):
+    # torch's first try of localhost over IPv6 is excluded from the store's connect failures; a sure wrap cut
+    # "localhos|t", and its spaced reading "[localhos t]" escapes the exclusion that the whole line keeps
+    warning = ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [{host}]:29500 (errno: 97 - "
+               "Address family not supported by protocol).")
+    width = warning.index("{host}") + len("localhos")
+    other = "I1202 16:37:43.000000 1234 torch/distributed/elastic/agent/server/api.py:525] [default] Starting workers"
+    log = tmp_path / "paste.log"
+    for host, read in (("localhost", False), ("10.0.0.5", True)):
+        log.write_text(_wrapped(width)(other) + "\n" + _wrapped(width)(warning.format(host=host)) + "\n")
+        assert any(item.signature == "client-connect-failed" for item in diagnose.diagnose([log]).evidence) == read
+    # a space the copy dropped at the break is still put back for the exclusion's signature (the positive words)
+    unset = "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK"
+    log.write_text(unset + "\nexpected, but not set\n")
+    assert any(item.signature == "rank-env-missing" for item in diagnose.diagnose([log]).evidence)
+
+
+def test_an_exclusion_is_taken_out_whole_past_escapes_and_character_classes():
+    included = log_scan._included(re.compile(r"to (?!\[(?:localhost|::1)\]:\d+ \(errno: 9[79]\b).{0,3}?\(", re.I))
+    assert included.pattern == r"to .{0,3}?\(" and included.flags & re.I
+    assert log_scan._included(re.compile(r"a(?![)(])b(?<!\))c")).pattern == "abc"
 
 
 def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):
