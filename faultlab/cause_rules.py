@@ -91,10 +91,11 @@ RULES: tuple[Rule, ...] = (
          ("collective-mismatch",), 0.4,
          why="the script's own lines give ranks tensors of different sizes at the same call of a collective: if they "
              f"are one group's, they do not pair up {UNPAIRED_SIZES}"),
-    Rule("main-process-barrier", "nothing timed out and no line shows the main process at work", specificity=0.35,
-         why="a trace passes where ranks wait for the main process, but nothing timed out and no line shows that "
-             "process at work (a progress bar, the work's name): the barrier may be the first collective, failing "
-             "for a reason the log does not show"),
+    Rule("main-process-barrier", "nothing timed out or was stopped, and no line shows the main process at work",
+         specificity=0.35,
+         why="a trace passes where ranks wait for the main process, but no wait timed out, the job was not stopped, "
+             "and no line shows that process at work (a progress bar, the work's name): the barrier may be the first "
+             "collective, failing for a reason the log does not show"),
     Rule("fr-trace-missing-ranks", "every rank of the group but one is missing from a collective", ("collective-mismatch",),
          0.9, why="torch's Flight Recorder analyzer finds every rank but one missing from a collective: that one "
                   "issued a collective no other rank did"),
@@ -135,17 +136,14 @@ RULES: tuple[Rule, ...] = (
       for dial in ("client-connect-timeout", "client-connect-failed", "connect-timed-out", "no-route-to-host")),
     Rule("connection-refused", "the refused address is a loopback", ("wrong-socket-interface",), 0.85,
          why="the refused address is a loopback: a peer advertised 127.x (its host name or interface points there)"),
+    # Before the loopback rule: a loopback peer that accepted was on the dialer's own host, as on one node it is.
+    Rule("gloo-connect-failed", "gloo's connect reached a peer, which hung up", ("rank-crash", "shared-master-port"), 0.5,
+         why="gloo's connect reached its peer, which then closed the connection: the address answered, so neither "
+             "the interface nor a firewall kept them apart (unless a proxy answered for it); the peer's process "
+             "ended, most often a rank that died while the others connected (a node's ranks go together), or a "
+             "process of another job whose address the same store held"),
     Rule("gloo-connect-failed", "a peer advertised a loopback or link-local address", ("wrong-socket-interface",), 0.9,
          why="gloo dialed a loopback or link-local address a peer advertised"),
-    # One dead peer is the same address to every rank that dials it; each rank's connect stops at its first failure.
-    Rule("gloo-connect-failed", "gloo's connects reached several peers, which hung up",
-         ("shared-master-port", "world-size-mismatch", "rank-crash"), 0.6,
-         why="gloo reached several different peers, and each closed the connection: the addresses were right and "
-             "nothing blocked them, and one dead rank would be the same peer to all; the addresses read from the "
-             "store were most likely another job's, on the same store"),
-    Rule("gloo-connect-failed", "gloo's connect reached a peer, which hung up", ("rank-crash", "shared-master-port"), 0.5,
-         why="gloo reached the peer and it closed the connection: the address was right and nothing blocked it; the "
-             "peer died while connecting, or it was another job's process whose address this job's store held"),
     Rule("ctx-interfaces", "NCCL uses docker bridges or veths, nothing failed, and the job may span hosts",
          ("wrong-socket-interface",), 0.3,
          why="NCCL chose docker bridges or veths beside the real NIC and no error came: a peer on another host cannot "

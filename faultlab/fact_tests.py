@@ -118,9 +118,11 @@ def _timed_out_at_loopback(facts: Facts) -> bool:
     return any(a.loopback and a.timed_out for a in facts.addresses)
 
 
-# Lines that say a wait ran past its deadline: a collective's, a store key's, init's store barrier's.
-TIMEOUTS = frozenset({"collective-timeout", "hccl-collective-timeout", "store-wait-timeout", "filestore-wait-timeout",
-                      "store-barrier-timeout"})
+# Lines that say how a hang ended: a wait past its deadline (a collective's, a store key's, init's store barrier's, a
+# watchdog's or a peer's heartbeat), or the job stopped from outside (Ctrl-C, the scheduler's time limit).
+HANG_ENDINGS = frozenset({"collective-timeout", "hccl-collective-timeout", "store-wait-timeout",
+                          "filestore-wait-timeout", "store-barrier-timeout", "watchdog-hang", "hccl-heartbeat-lost",
+                          "launcher-signalled"})
 
 
 def _shm_named(facts: Facts, present: set) -> bool:
@@ -261,10 +263,9 @@ FACT_TESTS: dict[str, Callable[[Facts, set], bool]] = {
     "the refused address is a loopback": lambda f, s: (f.nodes or 2) > 1 and any(a.loopback and a.refused
                                                                                  for a in f.addresses),
     "a peer advertised a loopback or link-local address": lambda f, s: any(a.loopback or a.link_local for a in f.addresses),
-    "gloo's connects reached several peers, which hung up": lambda f, s: len(f.peers_hung_up) > 1,
-    "gloo's connect reached a peer, which hung up": lambda f, s: bool(f.peers_hung_up),
-    "nothing timed out and no line shows the main process at work": lambda f, s: (
-        not f.main_work_shown and not TIMEOUTS & s),
+    "gloo's connect reached a peer, which hung up": lambda f, s: f.connect_hung_up,
+    "nothing timed out or was stopped, and no line shows the main process at work": lambda f, s: (
+        not f.main_work_shown and not HANG_ENDINGS & s),
     "docker bridges or veths among NCCL's interfaces or addresses":
         lambda f, s: bool(f.bridge_interfaces) or any(a.docker_bridge for a in f.addresses),
     "NCCL uses docker bridges or veths, nothing failed, and the job may span hosts": lambda f, s: (

@@ -26,8 +26,8 @@ ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
     re.compile(r"connect to \(\s*([^,()\s]+)()\s*$"),  # (host, port) with the port cut off by a wrap
     re.compile(r"(?:to|from|remote peer) ([A-Za-z0-9_.:-]+)<(\d+|\.\.\.)>"),  # NCCL's host<port>, the port elided
 )
-# The peer accepted the connection, then closed it: reached, so neither a wrong interface nor a firewall.
-PEER_HUNG_UP = re.compile(r"(?:closed|reset) by peer")
+# gloo's pair read end-of-file from a peer it had connected to: reached, then closed.
+PEER_HUNG_UP = "Connection closed by peer"
 ERRNO = re.compile(r"(?:errno|system error|error)[: =]+(-?\d+)|\((\d+)\)\s*$")
 GAI_ERRNO = re.compile(r"gai error: (-\d+)")
 # Windows sockets number the same failures their own way: refused, timed out, no route, network
@@ -137,7 +137,7 @@ class Facts:
     device_requests: dict = dataclasses.field(default_factory=dict)  # rank (or None) -> device indices asked for
     set_device_args: set = dataclasses.field(default_factory=set)  # what set_device chose by: 'rank', 'local_rank'
     addresses: list = dataclasses.field(default_factory=list)
-    peers_hung_up: set = dataclasses.field(default_factory=set)  # (host, port) that closed gloo's connect once reached
+    connect_hung_up: bool = False  # a peer gloo's connectFullMesh had reached closed the connection
     errnos: set = dataclasses.field(default_factory=set)
     interfaces: list = dataclasses.field(default_factory=list)
     # rank -> {(seq, op): numel}; numel None where no line of that collective gave its size (one cut before it)
@@ -273,18 +273,15 @@ def _read_topology(facts: Facts, line: str, node: int | None) -> None:
 
 
 def _read_network(facts: Facts, line: str) -> None:
-    facts.addresses += _addresses(line)
+    refused, timed_out = "refused" in line.lower(), "timed out" in line.lower()
+    for form in ADDRESS_FORMS:
+        for host, port in form.findall(line):
+            facts.addresses.append(Address(host.strip(), int(port) if port.isdigit() else None, refused, timed_out))
     for match in ERRNO.finditer(line):
         number = _first_int(match)
         facts.errnos.add(WINSOCK_AS_POSIX.get(number, number))
     for code in GAI_ERRNO.findall(line):
         facts.errnos.add(int(code))
-
-
-def _addresses(line: str) -> list[Address]:
-    refused, timed_out = "refused" in line.lower(), "timed out" in line.lower()
-    return [Address(host.strip(), int(port) if port.isdigit() else None, refused, timed_out)
-            for form in ADDRESS_FORMS for host, port in form.findall(line)]
 
 
 def _read_collectives(facts: Facts, rank, line: str) -> None:
@@ -398,8 +395,8 @@ def read_facts(evidence) -> Facts:
             setattr(facts, FLAGS[item.signature], True)
         if item.signature in NETWORK_SIGNATURES:
             _read_network(facts, line)
-        if item.signature == "gloo-connect-failed" and PEER_HUNG_UP.search(line):
-            facts.peers_hung_up.update((a.host, a.port) for a in _addresses(line))
+        if item.signature == "gloo-connect-failed" and PEER_HUNG_UP in line:
+            facts.connect_hung_up = True
         if item.signature == "main-process-barrier" and "desc=" in line:
             facts.main_work_shown = True  # transformers' main_process_first(desc="dataset map tokenization")
     facts.stacks = log_stacks.read_stacks(item for item in evidence if item.signature in log_stacks.SIGNATURES)

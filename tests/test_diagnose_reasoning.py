@@ -983,20 +983,24 @@ def test_a_launcher_that_lost_the_rendezvous_store_after_joining_it_lost_its_hos
     assert "store-host-lost" not in _diagnose(tmp_path, shutdown).answers()
 
 
-def test_peers_that_hung_up_on_gloos_connect_were_reached(tmp_path):
+def test_a_peer_that_hung_up_on_gloos_connect_was_reached(tmp_path):
     hung_up = ("[E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
-               "pair.cc:534] Connection closed by peer [10.0.0.1]:{port}\n")
-    # two ranks each lost a different peer: not one dead rank, and the addresses were reachable
-    answers = _diagnose(tmp_path, hung_up.format(port=41227) + hung_up.format(port=52119)).answers()
-    assert answers[0] == "shared-master-port" and "wrong-socket-interface" not in answers[:3], answers
-    # one peer: it died while connecting, or was another job's
-    answers = _diagnose(tmp_path, hung_up.format(port=41227)).answers()
-    assert answers[0] == "rank-crash" and "shared-master-port" in answers[:3], answers
-    assert "wrong-socket-interface" not in answers[:3] and "firewall" not in answers[:3], answers
-    # a connect that never got through is still the address or what lies between
-    timed_out = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
-                 "no error\n")
-    assert _diagnose(tmp_path, timed_out).answers()[0] in ("wrong-socket-interface", "firewall")
+               "pair.cc:534] Connection closed by peer [{host}]:{port}\n")
+    # one node's ranks gone (each peer shows its own port, a listening or an outgoing one): a dead rank first, then
+    # another job's addresses in the same store; the addresses answered, so not the interface or a firewall
+    for lines in ([hung_up.format(host="10.0.0.2", port=35001)],
+                  [hung_up.format(host="10.0.0.2", port=port) for port in (35001, 51870)],
+                  [hung_up.format(host="127.0.0.1", port=41227)]):  # a peer on the dialer's own host
+        answers = _diagnose(tmp_path, "".join(lines)).answers()
+        assert answers[0] == "rank-crash" and "shared-master-port" in answers[:3], answers
+        assert "wrong-socket-interface" not in answers[:3] and "firewall" not in answers[:3], answers
+    # a connect that never got through is still the address, or what lies between
+    no_error = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
+                "no error\n")
+    assert _diagnose(tmp_path, no_error).answers()[0] in ("wrong-socket-interface", "firewall")
+    reset = no_error.replace("no error", "timed out connecting: SO_ERROR: Connection reset by peer, remote=[10.0.0.5]:"
+                             "41000 (rank=3, size=8, local=[10.0.0.6])")
+    assert _diagnose(tmp_path, reset).answers()[0] in ("wrong-socket-interface", "firewall")
 
 
 def test_a_trace_through_the_main_process_barrier_is_a_late_main_process_only_where_it_worked_or_others_timed_out(
@@ -1013,4 +1017,6 @@ def test_a_trace_through_the_main_process_barrier_is_a_late_main_process_only_wh
     timeout = ("[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
                "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800460 "
                "milliseconds before timing out.\n")
-    assert _diagnose(tmp_path, trace + timeout).answers()[0] == "straggler-rank"
+    stopped = "slurmstepd: error: *** JOB 4242 ON node01 CANCELLED AT 2024-03-01T10:30:00 DUE TO TIME LIMIT ***\n"
+    for ending in (timeout, stopped, "KeyboardInterrupt\n"):  # a hang that ran out of time, or was stopped
+        assert _diagnose(tmp_path, trace + ending).answers()[0] == "straggler-rank", ending
