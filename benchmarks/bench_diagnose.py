@@ -104,7 +104,7 @@ def main() -> None:
         print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}"
               "  (an error on every line, every line different)")
         # A training log as scripts write it: their progress (an epoch, a progress bar) on every line, every line
-        # different; context lines, each a hit that is seldom kept.
+        # different: no failure, and no fact past the first bar.
         with open(flood, "wb") as out:
             written, number = 0, 0
             while written < size << 20:

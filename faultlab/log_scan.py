@@ -136,11 +136,6 @@ class _Utf16AsUtf8:
 
 
 KEEP = {signature.id: signature.keep for signature in SIGNATURES}
-# A context signature's literal on this many of a file's lines that it did not keep (its pattern missed, or that
-# rank's lines were all kept): the rest of the file is not searched for it. A training log may print "Epoch" or a
-# progress bar on every line, while facts come from a few; a failure's signature is never given up.
-CONTEXT_UNKEPT_MAX = 2048
-CONTEXT_SIGNATURES = frozenset(signature.id for signature in SIGNATURES if signature.effect == "context")
 # Signatures whose pattern excludes wordings (a negative lookaround, "not localhost"): a guess across a wrap does not
 # undo what an exclusion refused in the surest reading.
 EXCLUSION_OPENINGS = ("(?!", "(?<!")
@@ -253,8 +248,9 @@ class _BlockState:
         self.cache: dict[bytes, tuple] = {}  # raw line -> (text, rank of the line, signature ids that match)
         self.may_be_paste = may_be_paste  # small enough to have come through a terminal's copy
         self.joined_pieces: set[int] = set()  # line numbers of a surely wrapped line's pieces
-        self.unkept: collections.Counter = collections.Counter()  # context signature -> lines found, not kept
-        self.given_up: set[str] = set()  # context signatures no longer searched for (CONTEXT_UNKEPT_MAX)
+        # Signatures whose lines only set a flag of the whole log (log_facts.FLAGS), once this file has one:
+        # no longer searched for (a progress bar on every line)
+        self.flags_found: set[str] = set()
 
     def scan(self, block: bytes) -> None:
         """Evidence and error lines of one block of whole lines.
@@ -267,7 +263,7 @@ class _BlockState:
             block = pasted.dedented(block)
             self._scan_wrapped(block)
         want_errors = len(self.errors) < ERROR_LINES_KEPT
-        finder = literal_search.finder(want_errors, frozenset(self.given_up))
+        finder = literal_search.finder(want_errors, frozenset(self.flags_found))
         if (len(block) >= REPETITIVE_MIN_BYTES and len(finder.find(block[:DENSITY_PROBE])) * DENSE_BYTES_PER_HIT
                 > DENSITY_PROBE and self._scan_repetitive(block, finder)):
             return
@@ -276,25 +272,14 @@ class _BlockState:
             hits[block.rfind(b"\n", 0, offset) + 1].add(label)
         counted, line_number = 0, self.line_base
         for start in sorted(hits):
-            labels = hits[start] - self.given_up if self.given_up else hits[start]
-            if not labels:
-                continue
             raw = block[start:block.find(b"\n", start)]
-            if raw not in self.cache and self._saturated(raw, labels):
-                self._count_unkept(labels)
+            labels = hits[start] - self.flags_found if self.flags_found else hits[start]
+            if not labels or raw not in self.cache and self._saturated(raw, labels):
                 continue
             line_number += block.count(b"\n", counted, start)
             counted = start
             self._take(raw, labels, line_number + 1)
         self.line_base += block.count(b"\n")
-
-    def _count_unkept(self, labels: set[str]) -> None:
-        """Context signatures found on a new line and not kept (their pattern missed it, or that rank's lines were
-        all kept), toward giving them up (CONTEXT_UNKEPT_MAX)."""
-        for label in labels & CONTEXT_SIGNATURES:
-            self.unkept[label] += 1
-            if self.unkept[label] >= CONTEXT_UNKEPT_MAX:
-                self.given_up.add(label)
 
     def _saturated(self, raw: bytes, labels: set[str]) -> bool:
         """Whether nothing of this line could still be kept (judged from its raw bytes)."""
@@ -379,6 +364,8 @@ class _BlockState:
             self.kept[signature_id, rank] += 1
             line = _window(text, SIGNATURES_BY_ID[signature_id].regex)
             self.evidence.append(Evidence(signature_id, self.path, line_number, rank, line, self.place))
+            if signature_id in log_facts.FLAGS:
+                self.flags_found.add(signature_id)
 
     def _take(self, raw: bytes, labels: set[str], line_number: int) -> None:
         """Keep what the line matches, and its error line."""
@@ -404,8 +391,6 @@ class _BlockState:
         matched = tuple(sorted(label for label in labels
                                if label != ERROR_LINE and _matches(SIGNATURES_BY_ID[label].regex, text)))
         known = (text, rank_of_line(text), matched)
-        if not labels.isdisjoint(CONTEXT_SIGNATURES):
-            self._count_unkept(labels.difference(matched))
         if len(self.cache) < LINE_CACHE_SIZE:
             self.cache[raw] = known
         return known

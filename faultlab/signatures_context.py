@@ -121,7 +121,7 @@ CONTEXT: tuple[Signature, ...] = (
       literals=("last enqueued",), effect="context"),
     S("ctx-progress-bar", "A progress bar (tqdm's, datasets' map)", r"\b\d{1,3}%\|", "neutral",
       "Work going on, as a progress bar shows it: in a hang, whether the main process was still busy (tokenizing, "
-      "caching) while the others waited for it.", (), literals=("%|",), effect="context", keep=4),
+      "caching) while the others waited for it.", (), literals=("%|",), effect="context", keep=1),
     S("ctx-rank-progress", "A training script's own progress line, naming its rank and epoch",
       # the rank first, near the line's start, as a label ("[rank0]:", "]:Rank:2", "| Rank 3"), not a value
       # ("median rank 12", "lora rank 8"); the first 256 lines per rank are read
@@ -129,7 +129,7 @@ CONTEXT: tuple[Signature, ...] = (
       "neutral",
       "Where each rank stands in training by its own count: in lockstep training every rank is in the same epoch "
       "at a given step, so ranks whose lines disagree ran different numbers of steps (and so of collectives).", (),
-      literals=("poch", "POCH"), effect="context", keep=256),
+      literals=("poch", "POCH"), prefilter=r"(?i)rank[^\n]{0,200}poch", effect="context", keep=256),
     S("ctx-rank-tensor-shape", "A script's own line of a rank's tensor shape at a collective",
       r"(?i)^.{0,120}?" + SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE, "neutral",
       "What each rank passes to a collective, as the script prints it: one collective takes tensors of one size "

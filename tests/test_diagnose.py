@@ -1,11 +1,13 @@
 """diagnose on real logs: the reference NCCL logs, faultlab's own captures, and bad input."""
 
 import os
+import re
 
 import pytest
 
 from faultlab import diagnose, literal_search, log_inputs, log_scan
 from faultlab.errors import ExitCode
+from faultlab.symptoms import SIGNATURES
 
 from conftest import ROOT
 from test_diagnose_reasoning import _diagnose
@@ -97,28 +99,46 @@ def test_long_file_streams_across_blocks(tmp_path):
     assert hit.line_number == log_scan.BLOCK_BYTES // len(filler) + 11
 
 
-@pytest.mark.parametrize("block_bytes", [log_scan.BLOCK_BYTES, 4096])  # given up within a block, and across
-@pytest.mark.parametrize("searches_made_max", [literal_search.FINDERS_MADE_MAX, 0])  # a search without it, or none
-def test_a_context_line_on_every_line_is_given_up_a_failure_never(tmp_path, monkeypatch, block_bytes,
-                                                                   searches_made_max):
+@pytest.mark.parametrize("block_bytes", [log_scan.BLOCK_BYTES, 4096])  # within a block, and across blocks
+def test_a_training_logs_progress_on_every_line_hides_no_fact(tmp_path, monkeypatch, block_bytes):
+    """An epoch and a progress bar on every line: lines without a rank are not read as a rank's progress, and the
+    bar is searched for until the file has one; the ranks' own lines after them read as without them."""
     monkeypatch.setattr(log_scan, "BLOCK_BYTES", block_bytes)
-    monkeypatch.setattr(literal_search, "FINDERS", {})
-    monkeypatch.setattr(literal_search, "FINDERS_MADE_MAX", searches_made_max)
-    late = ("[rank1]: Epoch 2 | step 10 | loss 0.41\n"  # a script's progress line, rank and epoch (context)
-            "[rank1]: torch.distributed.DistNetworkError: failed to recv, got 0 bytes\n")
+    ranks = "".join(f"[rank{rank}]: Epoch {epoch} | step 95 | loss 0.41\n" for rank, epoch in ((0, 0), (1, 1)))
+    timeout = ("[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=96, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600325 "
+               "milliseconds before timing out.\n")
+    bars = "".join(f"Epoch 0: {step % 100:3d}%|{'#' * (step % 10):<10}| {step}/5000 [00:10<00:12, 44.1it/s]\n"
+                   for step in range(5000))
+    found = {}
+    for name, text in (("alone", ranks + timeout), ("after bars", bars + ranks + timeout)):
+        (tmp_path / "job.log").write_text(text)
+        found[name] = diagnose.diagnose([tmp_path / "job.log"])
+    progress = {name: [(item.rank, item.line) for item in result.evidence if item.signature == "ctx-rank-progress"]
+                for name, result in found.items()}
+    assert progress["after bars"] == progress["alone"] and len(progress["alone"]) == 2
+    assert found["after bars"].answers()[:2] == found["alone"].answers()[:2]
+    assert found["alone"].answers()[0] == "collective-mismatch"
+    assert [item.signature for item in found["after bars"].evidence].count("ctx-progress-bar") == 1
 
-    def kept(fillers: int) -> set[str]:
-        # lines holding each signature's literal that match neither: an unlabelled epoch, a retried receive
-        lines = "".join(f"Epoch 2: step {step} loss 0.{step} failed to recv from loader {step}, retrying\n"
-                        for step in range(fillers))
-        (tmp_path / "job.log").write_text(lines + late)
-        return {item.signature for item in diagnose.diagnose([tmp_path / "job.log"]).evidence}
 
-    assert {"ctx-rank-progress", "store-recv-failed"} <= kept(log_scan.CONTEXT_UNKEPT_MAX - 1)
-    found = kept(log_scan.CONTEXT_UNKEPT_MAX * 2)
-    assert "store-recv-failed" in found and "ctx-rank-progress" not in found
-    made_without_it = any("ctx-rank-progress" in given_up for _, given_up in literal_search.FINDERS)
-    assert made_without_it == (searches_made_max > 0 and block_bytes == 4096)  # made for the blocks after
+def test_a_prefilter_finds_every_line_its_signature_matches():
+    """A signature searched for by a prefilter pattern is never read on a line the prefilter misses: every line of
+    the development set's logs that the signature matches, the prefilter matches too."""
+    prefiltered = [signature for signature in SIGNATURES if signature.prefilter]
+    assert prefiltered
+    scripts = ["[rank3]: Epoch 2 | step 10", "]:Rank:2, EPOCH: 3", "(rank 1) done, epoch=4",
+               "2024-01-01 12:00:00 | RANK 12 | " + "x" * 150 + " epoch 5"]  # a script's own ways, the gap at its widest
+    logs = sorted((ROOT / "tests" / "diagnose_devset" / "logs").rglob("*.log"))
+    matched = 0
+    for name, lines in [("scripts", scripts)] + [(path.name, path.read_text(errors="replace").splitlines())
+                                                 for path in logs]:
+        for line in lines:
+            for signature in prefiltered:
+                if log_scan._matches(signature.regex, line):
+                    matched += 1
+                    assert re.search(signature.prefilter, line), (signature.id, name, line)
+    assert matched >= len(scripts) + 5
 
 
 def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
