@@ -116,6 +116,13 @@ def main() -> None:
         megabytes = result["bytes"] / 1e6
         print(f"{megabytes:6.0f} {megabytes / result['seconds']:8.0f} {result['peak_kb'] / 1024:8.0f}  {result['top']}"
               "  (a training script's progress on every line)")
+        # One huge line, a literal every few bytes (a stranger's file): the time grows with its length, not its square.
+        seconds = {}
+        for megabytes in (4, 16):
+            flood.write_bytes(b"[rank0] epoch Error %| " * ((megabytes << 20) // 23) + b"\n")
+            seconds[megabytes] = measure(flood)["seconds"]
+        print(f"one line of 4 MB, then of 16 MB, a literal every few bytes: {seconds[16] / seconds[4]:.1f} times "
+              "as long (4: linear)")
         flood.unlink()
         ranks = Path(work) / "ranks"
         ranks.mkdir()

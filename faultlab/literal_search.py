@@ -22,12 +22,12 @@ FINDERS: dict[tuple[bool, frozenset], LiteralFinder] = {}
 
 
 class LiteralFinder:
-    """Every (start, end, label) where one of the literals occurs in a block, in one pass; for a signature's
-    prefilter pattern, the match's last character stands for it (its line is what the scan wants)."""
+    """Every (start, end, label) where one of the literals occurs in a block, in one pass; for a pair of words in
+    order (Signature.prefilter), every place the second word follows the first on its line."""
 
-    def __init__(self, literals: list[tuple[bytes, str]], patterns: list[tuple[bytes, str]] = ()) -> None:
+    def __init__(self, literals: list[tuple[bytes, str]], in_order: list[tuple[bytes, bytes, str]] = ()) -> None:
         self.literals = literals
-        self.patterns = [(re.compile(pattern), label) for pattern, label in patterns]
+        self.in_order = [(first.lower(), second.lower(), label) for first, second, label in in_order]
         self.database = None
         self.scratch = None  # Hyperscan's scratch space, made on first use (in each forked process's copy)
         if not ACCELERATED:
@@ -38,19 +38,20 @@ class LiteralFinder:
             return
         self.database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         expressions = [re.escape(literal.decode()).encode() for literal, _ in literals]
-        expressions += [pattern for pattern, _ in patterns]
+        expressions += [b"(?i)" + re.escape(first) + rb"[^\n]*" + re.escape(second) for first, second, _ in self.in_order]
         self.database.compile(expressions=expressions, ids=list(range(len(expressions))))
 
     def find(self, block: bytes) -> list[tuple[int, int, str]]:
         found: list[tuple[int, int, str]] = []
         if self.database is not None:
-            literals, patterns = self.literals, self.patterns
+            literals, in_order = self.literals, self.in_order
 
             def on_match(index, start, end, flags, context):
                 if index < len(literals):
                     found.append((end - len(literals[index][0]), end, literals[index][1]))
                 else:
-                    found.append((end - 1, end, patterns[index - len(literals)][1]))
+                    _, second, label = in_order[index - len(literals)]
+                    found.append((end - len(second), end, label))
 
             if self.scratch is None:
                 import hyperscan
@@ -63,9 +64,28 @@ class LiteralFinder:
             while start != -1:
                 found.append((start, start + len(literal), label))
                 start = block.find(literal, start + 1)
-        for pattern, label in self.patterns:
-            found += [(match.end() - 1, match.end(), label) for match in pattern.finditer(block)]
+        if self.in_order:
+            lowered = block.lower()  # ASCII case, as Hyperscan's
+            for first, second, label in self.in_order:
+                found += [(at, at + len(second), label) for at in _after_on_its_line(lowered, first, second)]
         return sorted(found)  # in offset order, as Hyperscan reports them
+
+
+def _after_on_its_line(block: bytes, first: bytes, second: bytes) -> list[int]:
+    """Where `second` occurs after `first` on the same line; each stretch looked through once (a huge line of
+    either word costs no more than its length)."""
+    found, looked_to, first_seen = [], 0, False
+    at = block.find(second)
+    while at != -1:
+        newline = block.rfind(b"\n", looked_to, at)
+        if newline != -1:
+            looked_to, first_seen = newline + 1, False
+        first_seen = first_seen or block.find(first, looked_to, at) != -1
+        if first_seen:
+            found.append(at)
+        looked_to = max(looked_to, at - len(first) + 1)  # a first word starting later may still end before the next
+        at = block.find(second, at + 1)
+    return found
 
 
 def finder(with_error_lines: bool = True, flags_found: frozenset = frozenset()) -> LiteralFinder:
@@ -78,6 +98,7 @@ def finder(with_error_lines: bool = True, flags_found: frozenset = frozenset()) 
                     for literal in signature.literals for spelling in pasted.spellings(literal)]
         if with_error_lines:
             literals += [(fragment, ERROR_LINE) for fragment in ERROR_FRAGMENTS]
-        patterns = [(signature.prefilter.encode(), signature.id) for signature in searched if signature.prefilter]
-        FINDERS[key] = LiteralFinder(literals, patterns)
+        in_order = [(signature.prefilter[0].encode(), signature.prefilter[1].encode(), signature.id)
+                    for signature in searched if signature.prefilter]
+        FINDERS[key] = LiteralFinder(literals, in_order)
     return FINDERS[key]

@@ -26,8 +26,8 @@ ADDRESS_FORMS = (  # host and port in the ways torch, gloo and NCCL print them
     re.compile(r"connect to \(\s*([^,()\s]+)()\s*$"),  # (host, port) with the port cut off by a wrap
     re.compile(r"(?:to|from|remote peer) ([A-Za-z0-9_.:-]+)<(\d+|\.\.\.)>"),  # NCCL's host<port>, the port elided
 )
-# gloo's pair read end-of-file from a peer it had connected to: reached, then closed.
-PEER_HUNG_UP = "Connection closed by peer"
+# gloo's pair read end-of-file, or a reset, from a peer it had connected to: reached, then closed.
+PEER_HUNG_UP = re.compile(r"Connection closed by peer|Read error \[[^\]]{0,100}\]:\d+: Connection reset by peer")
 ERRNO = re.compile(r"(?:errno|system error|error)[: =]+(-?\d+)|\((\d+)\)\s*$")
 GAI_ERRNO = re.compile(r"gai error: (-\d+)")
 # Windows sockets number the same failures their own way: refused, timed out, no route, network
@@ -395,7 +395,7 @@ def read_facts(evidence) -> Facts:
             setattr(facts, FLAGS[item.signature], True)
         if item.signature in NETWORK_SIGNATURES:
             _read_network(facts, line)
-        if item.signature == "gloo-connect-failed" and PEER_HUNG_UP in line:
+        if item.signature == "gloo-connect-failed" and PEER_HUNG_UP.search(line):
             facts.connect_hung_up = True
         if item.signature == "main-process-barrier" and "desc=" in line:
             facts.main_work_shown = True  # transformers' main_process_first(desc="dataset map tokenization")

@@ -137,35 +137,8 @@ class _Utf16AsUtf8:
 
 KEEP = {signature.id: signature.keep for signature in SIGNATURES}
 # Signatures whose pattern excludes wordings (a negative lookaround, "not localhost"): a guess across a wrap does not
-# undo what an exclusion refused in the surest reading.
-EXCLUSION_OPENINGS = ("(?!", "(?<!")
-EXCLUDING = frozenset(signature.id for signature in SIGNATURES
-                      if any(opening in signature.regex.pattern for opening in EXCLUSION_OPENINGS))
-
-
-@functools.cache
-def _included(regex: re.Pattern) -> re.Pattern:
-    """`regex` without its exclusions: what it asks to be there."""
-    pattern, kept, index = regex.pattern, [], 0
-    while index < len(pattern):
-        opening = next((o for o in EXCLUSION_OPENINGS if pattern.startswith(o, index)), None)
-        if opening is None:
-            escaped = pattern[index] == "\\"
-            kept.append(pattern[index:index + 1 + escaped])
-            index += 1 + escaped
-            continue
-        depth, index, in_class = 1, index + len(opening), False
-        while depth:  # to the exclusion's own closing parenthesis, past escapes and character classes
-            char = pattern[index]
-            if char == "\\":
-                index += 1
-            elif in_class:
-                in_class = char != "]"
-            else:
-                in_class = char == "["
-                depth += {"(": 1, ")": -1}.get(char, 0)
-            index += 1
-    return re.compile("".join(kept), regex.flags)
+# undo what an exclusion refused in another reading.
+EXCLUDING = frozenset(signature.id for signature in SIGNATURES if pasted.has_exclusions(signature.regex))
 
 
 @functools.cache
@@ -194,6 +167,19 @@ def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
             needed.append((start, end, word))
         shift += len(word) - (end - start)
     return pasted.with_corrections(text, needed), matched
+
+
+def _by_line(block: bytes, hits) -> list[tuple[int, str]]:
+    """(start of its line, label) of each hit, in the search's order: each stretch of the block is looked through
+    for line ends once (a huge line full of hits costs no more than its length). A hit holds no line end, so one
+    that starts before the stretch already looked through is on the line found last."""
+    found, line_start, looked_to = [], 0, 0
+    for offset, _, label in hits:
+        if offset > looked_to:
+            newline = block.rfind(b"\n", looked_to, offset)
+            line_start, looked_to = (newline + 1 if newline != -1 else line_start), offset
+        found.append((line_start, label))
+    return found
 
 
 WORD_BREAK_REACH = 40  # bytes: how far a signature's pattern reaches past its literal, at most (a port and a code)
@@ -268,8 +254,8 @@ class _BlockState:
                 > DENSITY_PROBE and self._scan_repetitive(block, finder)):
             return
         hits: dict[int, set[str]] = collections.defaultdict(set)  # line start offset -> labels
-        for offset, _, label in finder.find(block):
-            hits[block.rfind(b"\n", 0, offset) + 1].add(label)
+        for line_start, label in _by_line(block, finder.find(block)):
+            hits[line_start].add(label)
         counted, line_number = 0, self.line_base
         for start in sorted(hits):
             raw = block[start:block.find(b"\n", start)]
@@ -303,9 +289,10 @@ class _BlockState:
             return False
         joined = b"\n".join(distinct) + b"\n"
         labels_of: dict[bytes, set[str]] = collections.defaultdict(set)
-        for offset, _, label in finder.find(joined):
-            start = joined.rfind(b"\n", 0, offset) + 1
-            labels_of[joined[start:joined.find(b"\n", start)]].add(label)
+        line_ends: dict[int, int] = {}
+        for start, label in _by_line(joined, finder.find(joined)):
+            end = line_ends.setdefault(start, joined.find(b"\n", start))
+            labels_of[joined[start:end]].add(label)
         occurrences = []
         for raw, labels in labels_of.items():
             wanted = max([SIGNATURES_BY_ID[label].keep for label in labels if label != ERROR_LINE]
@@ -352,9 +339,10 @@ class _BlockState:
                 self._keep(signature_id, rank, line_number, whole)
                 continue
             text = next((guess for guess in guesses if _matches(regex, guess)), None)
-            surest = whole if whole is not None else guesses[0]
-            if text not in (None, surest) and signature_id in EXCLUDING and _matches(_included(regex), surest):
-                continue  # the surest reading was refused by an exclusion, which a guessed space ("[localhos t]") cut
+            if signature_id in EXCLUDING and any(_matches(pasted.without_exclusions(regex), reading)
+                                                 and not _matches(regex, reading) for reading in (whole, *guesses)
+                                                 if reading is not None):
+                continue  # a reading was refused by an exclusion, which a guessed space ("[localhos t]") may cut
             if text is not None and not any(_matches(regex, piece) for piece in pieces):
                 self._keep(signature_id, rank, line_number, text)
 

@@ -27,6 +27,7 @@ often passed through a web page, a terminal or a log collector first:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 
@@ -333,3 +334,46 @@ def _runs(lines: list[str], lengths: list[int], full: int) -> list[tuple[int, in
             runs.append((first, index))
         index += 1
     return runs
+
+
+EXCLUSION_OPENINGS = ("(?!", "(?<!")  # a negative lookahead or lookbehind: a wording the pattern refuses
+
+
+def has_exclusions(regex: re.Pattern) -> bool:
+    return any(opening in regex.pattern for opening in EXCLUSION_OPENINGS)
+
+
+@functools.cache
+def without_exclusions(regex: re.Pattern) -> re.Pattern:
+    """`regex` without its exclusions: what it asks to be there. A wrap's readings differ only in spaces at its
+    breaks, and a space guessed inside a word may escape an exclusion ("[localhos t]"): a reading that holds what
+    the pattern asks and is refused by an exclusion tells the join is the refused wording."""
+    pattern, kept, index, in_class = regex.pattern, [], 0, False
+    while index < len(pattern):
+        opening = None if in_class else next((o for o in EXCLUSION_OPENINGS if pattern.startswith(o, index)), None)
+        if opening is not None:
+            index = _group_end(pattern, index + len(opening))
+            continue
+        char = pattern[index]
+        if char != "\\":
+            in_class = char != "]" if in_class else char == "["
+        step = 2 if char == "\\" else 1
+        kept.append(pattern[index:index + step])
+        index += step
+    return re.compile("".join(kept), regex.flags)
+
+
+def _group_end(pattern: str, index: int) -> int:
+    """Where the group whose opening ends at `index` closes, past escapes and character classes."""
+    depth, in_class = 1, False
+    while depth:
+        char = pattern[index]
+        if char == "\\":
+            index += 1
+        elif in_class:
+            in_class = char != "]"
+        else:
+            in_class = char == "["
+            depth += {"(": 1, ")": -1}.get(char, 0)
+        index += 1
+    return index

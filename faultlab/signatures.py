@@ -34,9 +34,9 @@ class Signature:
     where: tuple[str, ...] = EVERYWHERE  # (): diagnose reads them, recordings do not (context, faultlab's own doing)
     # Literal fragments every matching line contains: diagnose searches for these first.
     literals: tuple[str, ...] = ()
-    # Where a literal alone is common in ordinary output ("Epoch" on every line of a training log): a pattern that
-    # every matching line matches, searched for in the literals' place (within a line: it never matches a newline).
-    prefilter: str = ""
+    # Where a literal alone is common in ordinary output ("Epoch" on every line of a training log): two words every
+    # matching line holds in this order, in any case, searched for in the literals' place.
+    prefilter: tuple[str, str] | tuple[()] = ()
     # The causes this line points at before any recording is counted, the most frequent first
     # (empty: evidence to show, but no reason for a cause).
     suggests: tuple[str, ...] = ()

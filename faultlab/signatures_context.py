@@ -129,7 +129,7 @@ CONTEXT: tuple[Signature, ...] = (
       "neutral",
       "Where each rank stands in training by its own count: in lockstep training every rank is in the same epoch "
       "at a given step, so ranks whose lines disagree ran different numbers of steps (and so of collectives).", (),
-      literals=("poch", "POCH"), prefilter=r"(?i)rank[^\n]{0,200}poch", effect="context", keep=256),
+      literals=("poch", "POCH"), prefilter=("rank", "epoch"), effect="context", keep=256),
     S("ctx-rank-tensor-shape", "A script's own line of a rank's tensor shape at a collective",
       r"(?i)^.{0,120}?" + SCRIPT_TENSOR_SHAPE_AT_COLLECTIVE, "neutral",
       "What each rank passes to a collective, as the script prints it: one collective takes tensors of one size "

@@ -1,7 +1,6 @@
 """diagnose on real logs: the reference NCCL logs, faultlab's own captures, and bad input."""
 
 import os
-import re
 
 import pytest
 
@@ -123,29 +122,47 @@ def test_a_training_logs_progress_on_every_line_hides_no_fact(tmp_path, monkeypa
 
 
 def test_a_prefilter_finds_every_line_its_signature_matches():
-    """A signature searched for by a prefilter pattern is never read on a line the prefilter misses: every line of
-    the development set's logs that the signature matches, the prefilter matches too."""
+    """A signature searched for by its prefilter is never read on a line the prefilter misses: every line of the
+    development set's logs (and of a script's own ways) that the signature matches, as read, holds the prefilter's
+    words in order, as written."""
     prefiltered = [signature for signature in SIGNATURES if signature.prefilter]
     assert prefiltered
     scripts = ["[rank3]: Epoch 2 | step 10", "]:Rank:2, EPOCH: 3", "(rank 1) done, epoch=4",
-               "2024-01-01 12:00:00 | RANK 12 | " + "x" * 150 + " epoch 5"]  # a script's own ways, the gap at its widest
+               "2024-01-01 12:00:00 | RANK 12 | " + "x" * 150 + " epoch 5",  # a script's own ways, the gap at its widest
+               "[rank0] " + "\x1b[1;32mloss\x1b[0m \x1b[33m0.1\x1b[0m " * 14 + "epoch 3 step 10",  # colours,
+               "[rank0] " + "训练" * 35 + " epoch 3", "[rank0] " + "&quot;a&quot; " * 20 + "epoch 3"]  # wide, escaped
     logs = sorted((ROOT / "tests" / "diagnose_devset" / "logs").rglob("*.log"))
     matched = 0
     for name, lines in [("scripts", scripts)] + [(path.name, path.read_text(errors="replace").splitlines())
                                                  for path in logs]:
         for line in lines:
             for signature in prefiltered:
-                if log_scan._matches(signature.regex, line):
+                if log_scan._matches(signature.regex, log_scan._as_read(line)):
                     matched += 1
-                    assert re.search(signature.prefilter, line), (signature.id, name, line)
+                    fast = literal_search.LiteralFinder([], [(*map(str.encode, signature.prefilter), signature.id)])
+                    slow = literal_search.LiteralFinder([], fast.in_order)
+                    slow.database = None  # the pure-Python search
+                    assert fast.find(line.encode()) and slow.find(line.encode()), (signature.id, name, line)
     assert matched >= len(scripts) + 5
 
 
-def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch):
+# A paste word-wrapped inside a rank's progress line, which names its epoch twice: the prefilter's hits mark where
+# a signature may run on into the next line, in both engines alike.
+WRAPPED_PROGRESS = (
+    "2024-05-01 10:00:00 INFO starting the run with a configuration that is long enough to be the widest line ok\n"
+    "2024-05-01 10:00:00 INFO data loaded\n"
+    "[rank0]: training step 100 of 1000, loss 0.2534, lr 0.0001, grad norm 1.25, next\n"
+    "epoch 3 begins; the scheduler warms up for a while, tokens 12345, then saves at epoch 4 as planned ok\n"
+    "2024-05-01 10:00:00 INFO done\n")
+
+
+@pytest.mark.parametrize("paste", [False, True])
+def test_both_literal_engines_find_the_same_lines(tmp_path, monkeypatch, paste):
     pytest.importorskip("hyperscan")
     text = (REFERENCE / "no_set_device_2.log").read_text() if REFERENCE.is_dir() else (
         "[rank0]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60\n" * 3)
-    (tmp_path / "job.log").write_text(text + "[rank1]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: x/1\n")
+    text += "[rank1]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: x/1\n"
+    (tmp_path / "job.log").write_text(WRAPPED_PROGRESS if paste else text)
     fast = diagnose.diagnose([tmp_path])
     monkeypatch.setattr(literal_search, "ACCELERATED", False)
     monkeypatch.setattr(literal_search, "FINDERS", {})

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from faultlab import diagnose, literal_search, log_scan, pasted, triage_accuracy
+from faultlab.symptoms import SIGNATURES_BY_ID
 
 from test_diagnose_devset import DEVSET, SETS
 
@@ -246,6 +247,9 @@ def test_a_guessed_space_does_not_undo_what_an_exclusion_refused_in_the_whole(tm
     for host, read in (("localhost", False), ("10.0.0.5", True)):
         log.write_text(_wrapped(width)(other) + "\n" + _wrapped(width)(warning.format(host=host)) + "\n")
         assert any(item.signature == "client-connect-failed" for item in diagnose.diagnose([log]).evidence) == read
+    # a wrap not sure of itself whose edge fell on the space the exclusion needs: the spaced reading is refused
+    log.write_text("other line\n" + warning.format(host="localhost").replace(" (errno", "\n(errno") + "\n")
+    assert not any(item.signature == "client-connect-failed" for item in diagnose.diagnose([log]).evidence)
     # a space the copy dropped at the break is still put back for the exclusion's signature (the positive words)
     unset = "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK"
     log.write_text(unset + "\nexpected, but not set\n")
@@ -253,9 +257,12 @@ def test_a_guessed_space_does_not_undo_what_an_exclusion_refused_in_the_whole(tm
 
 
 def test_an_exclusion_is_taken_out_whole_past_escapes_and_character_classes():
-    included = log_scan._included(re.compile(r"to (?!\[(?:localhost|::1)\]:\d+ \(errno: 9[79]\b).{0,3}?\(", re.I))
+    included = pasted.without_exclusions(re.compile(r"to (?!\[(?:localhost|::1)\]:\d+ \(errno: 9[79]\b).{0,3}?\(",
+                                                    re.I))
     assert included.pattern == r"to .{0,3}?\(" and included.flags & re.I
-    assert log_scan._included(re.compile(r"a(?![)(])b(?<!\))c")).pattern == "abc"
+    assert pasted.without_exclusions(re.compile(r"a(?![)(])b(?<!\))c[(?!]")).pattern == "abc[(?!]"
+    for signature_id in log_scan.EXCLUDING:  # every signature's, compiled
+        assert not pasted.has_exclusions(pasted.without_exclusions(SIGNATURES_BY_ID[signature_id].regex))
 
 
 def test_a_guessed_wrap_adds_nothing_a_line_says_alone(tmp_path):

@@ -994,6 +994,12 @@ def test_a_peer_that_hung_up_on_gloos_connect_was_reached(tmp_path):
         answers = _diagnose(tmp_path, "".join(lines)).answers()
         assert answers[0] == "rank-crash" and "shared-master-port" in answers[:3], answers
         assert "wrong-socket-interface" not in answers[:3] and "firewall" not in answers[:3], answers
+    read_error = hung_up.replace("Connection closed by peer [{host}]:{port}", "Read error [{host}]:{port}: Connection "
+                                 "reset by peer")  # gloo's read of a reset from the peer it reached
+    assert _diagnose(tmp_path, read_error.format(host="10.0.0.2", port=41327)).answers()[0] == "rank-crash"
+    # on several nodes a loopback address is a peer's mistake, whatever answered there
+    several = "torchrun --nnodes=2 --nproc_per_node=4 train.py\n" + hung_up.format(host="127.0.0.1", port=41227)
+    assert _diagnose(tmp_path, several).answers()[0] == "wrong-socket-interface"
     # a connect that never got through is still the address, or what lies between
     no_error = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
                 "no error\n")
