@@ -169,6 +169,11 @@ def _retyped_matches(text: str) -> tuple[str, tuple[str, ...]]:
     return pasted.with_corrections(text, needed), matched
 
 
+def _refused(regex: re.Pattern, text: str) -> int:
+    """How many times `text` holds what `regex` asks and its exclusion refuses it there."""
+    return sum(1 for wanted in pasted.without_exclusions(regex).finditer(text) if not regex.match(text, wanted.start()))
+
+
 def _by_line(block: bytes, hits) -> list[tuple[int, str]]:
     """(start of its line, label) of each hit, in the search's order: each stretch of the block is looked through
     for line ends once (a huge line full of hits costs no more than its length). A hit holds no line end, so one
@@ -339,10 +344,12 @@ class _BlockState:
                 self._keep(signature_id, rank, line_number, whole)
                 continue
             text = next((guess for guess in guesses if _matches(regex, guess)), None)
-            if signature_id in EXCLUDING and any(_matches(pasted.without_exclusions(regex), reading)
-                                                 and not _matches(regex, reading) for reading in (whole, *guesses)
-                                                 if reading is not None):
-                continue  # a reading was refused by an exclusion, which a guessed space ("[localhos t]") may cut
+            if signature_id in EXCLUDING:
+                # a wording the exclusion refuses that the join made (the pieces hold fewer): a space guessed
+                # inside it ("[localhos t]") must not undo the refusal
+                in_pieces = sum(_refused(regex, piece) for piece in pieces)
+                if any(_refused(regex, reading) > in_pieces for reading in (whole, *guesses) if reading is not None):
+                    continue
             if text is not None and not any(_matches(regex, piece) for piece in pieces):
                 self._keep(signature_id, rank, line_number, text)
 

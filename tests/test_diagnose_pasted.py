@@ -250,6 +250,13 @@ def test_a_guessed_space_does_not_undo_what_an_exclusion_refused_in_the_whole(tm
     # a wrap not sure of itself whose edge fell on the space the exclusion needs: the spaced reading is refused
     log.write_text("other line\n" + warning.format(host="localhost").replace(" (errno", "\n(errno") + "\n")
     assert not any(item.signature == "client-connect-failed" for item in diagnose.diagnose([log]).evidence)
+    # a refused wording inside one piece says nothing of the join: the store's real failure after it on the same
+    # wrapped line, split inside "conn|ect", is read
+    both = ("short line\n" + warning.format(host="localhost") + " The client socket has failed to conn\n"
+            "ect to [10.0.0.1]:29500 (errno: 110 - Connection timed out).\n")
+    log.write_text(both)
+    assert any(item.signature == "client-connect-failed" and "errno: 110" in item.line
+               for item in diagnose.diagnose([log]).evidence)
     # a space the copy dropped at the break is still put back for the exclusion's signature (the positive words)
     unset = "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK"
     log.write_text(unset + "\nexpected, but not set\n")
