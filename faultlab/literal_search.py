@@ -1,7 +1,7 @@
 """The literal search: every signature's literal fragments found in a block of log text in one pass.
 
-Any line a signature matches holds one of its literals, so only lines where a literal occurs are
-decoded and matched (log_scan.py). One multi-literal pass runs through Hyperscan where it is installed;
+Any line a signature matches holds one of its literals (or, for a signature whose literal alone is common,
+its two prefilter words in order), so only lines where one occurs are decoded and matched (log_scan.py). One multi-literal pass runs through Hyperscan where it is installed;
 else one bytes.find pass per fragment gives the same hits, several times slower
 (benchmarks/bench_diagnose.py).
 """

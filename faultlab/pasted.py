@@ -340,6 +340,7 @@ EXCLUSION_OPENINGS = ("(?!", "(?<!")  # a negative lookahead or lookbehind: a wo
 
 
 def has_exclusions(regex: re.Pattern) -> bool:
+    """Whether `regex` refuses some wording (a negative lookahead or lookbehind)."""
     return any(opening in regex.pattern for opening in EXCLUSION_OPENINGS)
 
 
